@@ -1,0 +1,102 @@
+"""diface: one differentiation API over many automatic-differentiation engines.
+
+    >>> import numpy as np, diface as di
+    >>> di.gradient(lambda x: np.sum(x**2), di.AutoFiniteDiff(), np.array([1.0, 2.0])).round(6)
+    array([2., 4.])
+
+Importing diface imports no framework: a backend imports its engine on first use.
+"""
+
+from ._backend import Backend, check_available, check_inplace
+from ._contexts import Cache, Constant
+from ._errors import (
+    ArgumentError,
+    BackendUnavailableError,
+    DifaceError,
+    NotSupportedError,
+    PreparationMismatchError,
+    ShapeError,
+)
+from ._operators import (
+    derivative,
+    gradient,
+    gradient_and_hvp,
+    hessian,
+    hvp,
+    jacobian,
+    prepare_derivative,
+    prepare_gradient,
+    prepare_hessian,
+    prepare_hvp,
+    prepare_hvp_same_point,
+    prepare_jacobian,
+    prepare_pullback,
+    prepare_pullback_same_point,
+    prepare_pushforward,
+    prepare_pushforward_same_point,
+    prepare_second_derivative,
+    pullback,
+    pushforward,
+    second_derivative,
+    value_and_derivative,
+    value_and_gradient,
+    value_and_jacobian,
+    value_and_pullback,
+    value_and_pushforward,
+    value_derivative_and_second_derivative,
+    value_gradient_and_hessian,
+)
+from ._prep import Prep
+from ._second_order import SecondOrder
+from .backends import AutoFiniteDiff
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # backends
+    "AutoFiniteDiff",
+    "Backend",
+    "SecondOrder",
+    "check_available",
+    "check_inplace",
+    # contexts
+    "Cache",
+    "Constant",
+    # operators
+    "derivative",
+    "gradient",
+    "gradient_and_hvp",
+    "hessian",
+    "hvp",
+    "jacobian",
+    "pullback",
+    "pushforward",
+    "second_derivative",
+    "value_and_derivative",
+    "value_and_gradient",
+    "value_and_jacobian",
+    "value_and_pullback",
+    "value_and_pushforward",
+    "value_derivative_and_second_derivative",
+    "value_gradient_and_hessian",
+    # preparation
+    "Prep",
+    "prepare_derivative",
+    "prepare_gradient",
+    "prepare_hessian",
+    "prepare_hvp",
+    "prepare_hvp_same_point",
+    "prepare_jacobian",
+    "prepare_pullback",
+    "prepare_pullback_same_point",
+    "prepare_pushforward",
+    "prepare_pushforward_same_point",
+    "prepare_second_derivative",
+    # errors
+    "ArgumentError",
+    "BackendUnavailableError",
+    "DifaceError",
+    "NotSupportedError",
+    "PreparationMismatchError",
+    "ShapeError",
+]

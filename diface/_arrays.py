@@ -1,0 +1,314 @@
+"""Array namespaces: the few array operations the core needs, per array library.
+
+The core never imports a framework. NumPy is built in; every other library registers an `ArrayOps`
+subclass with `register_array_ops(framework, cls)` from its backend file, and that class is only
+instantiated (and only asked about an array) once `framework` is already in `sys.modules` — as in
+einops, an array can only come from a framework that is already imported. Objects implementing the
+Python array API standard (`__array_namespace__`) get a generic namespace.
+"""
+
+from __future__ import annotations
+
+import abc
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ArrayOps", "ArrayAPIOps", "NumpyOps", "NUMPY", "ops_for", "register_array_ops"]
+
+
+class ArrayOps(abc.ABC):
+    """The array operations diface's core and the finite-difference backend use.
+
+    Subclasses implement them for one array library. Every method takes and returns that library's
+    arrays; `asarray`/`to_numpy` are the only crossings between libraries.
+    """
+
+    #: library name shown in messages
+    name: str = "array"
+    #: whether arrays can be written in place (`out=` buffers, in-place functions)
+    mutable: bool = True
+    #: the array type(s) this namespace owns
+    array_types: tuple[type, ...] = ()
+
+    def is_native(self, a: Any) -> bool:
+        return isinstance(a, self.array_types)
+
+    # conversions -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def asarray(self, a: Any, like: Any = None) -> Any:
+        """`a` (NumPy array, scalar, nested list) as a native array, on `like`'s device."""
+        ...
+
+    @abc.abstractmethod
+    def to_numpy(self, a: Any) -> np.ndarray: ...
+
+    # construction ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any: ...
+
+    @abc.abstractmethod
+    def eye(self, n: int, dtype: Any, like: Any = None) -> Any: ...
+
+    @abc.abstractmethod
+    def copy(self, a: Any) -> Any: ...
+
+    # shape -----------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def reshape(self, a: Any, shape: tuple) -> Any: ...
+
+    @abc.abstractmethod
+    def stack(self, arrays: list, axis: int = 0) -> Any: ...
+
+    # arithmetic ------------------------------------------------------------------------------
+    def matmul(self, a: Any, b: Any) -> Any:
+        return a @ b
+
+    @abc.abstractmethod
+    def vdot(self, a: Any, b: Any) -> Any:
+        """Real inner product `sum(a * b)` as a 0-d array."""
+        ...
+
+    def abs(self, a: Any) -> Any:
+        return abs(a)
+
+    @abc.abstractmethod
+    def max(self, a: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def maximum(self, a: Any, b: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def imag(self, a: Any) -> Any: ...
+
+    # writing ---------------------------------------------------------------------------------
+    def copyto(self, dst: Any, src: Any) -> None:
+        """Write `src` into the existing array `dst` (same shape)."""
+        dst[...] = src
+
+    def flat_view(self, a: Any) -> Any:
+        """A 1-D view of the contiguous mutable array `a`: writing into it writes into `a`."""
+        return self.reshape(a, (-1,))
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        """Whether `a` may be a view of `b` (conservative: True when unsure)."""
+        return True
+
+    def equal(self, a: Any, b: Any) -> bool:
+        """Whether two arrays hold the same values (a Python bool)."""
+        return bool(np.array_equal(self.to_numpy(a), self.to_numpy(b)))
+
+    # dtypes ----------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def astype(self, a: Any, dtype: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def result_type(self, *dtypes: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def is_floating(self, dtype: Any) -> bool:
+        """Real floating point dtype."""
+        ...
+
+    @abc.abstractmethod
+    def is_complex(self, dtype: Any) -> bool: ...
+
+    @abc.abstractmethod
+    def eps(self, dtype: Any) -> float:
+        """Machine epsilon of a floating (or complex) dtype."""
+        ...
+
+    @abc.abstractmethod
+    def complex_dtype(self, dtype: Any) -> Any:
+        """The complex dtype with the same precision as the real `dtype`."""
+        ...
+
+    def __repr__(self) -> str:
+        return f"<{self.name} arrays>"
+
+
+class NumpyOps(ArrayOps):
+    """NumPy arrays and NumPy scalars."""
+
+    name = "numpy"
+    mutable = True
+    array_types = (np.ndarray, np.generic)
+
+    def asarray(self, a: Any, like: Any = None) -> Any:
+        return np.asarray(a)
+
+    def to_numpy(self, a: Any) -> np.ndarray:
+        return np.asarray(a)
+
+    def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any:
+        return np.zeros(shape, dtype)
+
+    def eye(self, n: int, dtype: Any, like: Any = None) -> Any:
+        return np.eye(n, dtype=dtype)
+
+    def copy(self, a: Any) -> Any:
+        return np.array(a, copy=True)
+
+    def reshape(self, a: Any, shape: tuple) -> Any:
+        return np.reshape(a, shape)
+
+    def stack(self, arrays: list, axis: int = 0) -> Any:
+        return np.stack(arrays, axis=axis)
+
+    def vdot(self, a: Any, b: Any) -> Any:
+        return np.sum(a * b)
+
+    def max(self, a: Any) -> Any:
+        return np.max(a)
+
+    def maximum(self, a: Any, b: Any) -> Any:
+        return np.maximum(a, b)
+
+    def imag(self, a: Any) -> Any:
+        return np.imag(a)
+
+    def copyto(self, dst: Any, src: Any) -> None:
+        np.copyto(dst, src)
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        return bool(np.may_share_memory(a, b))
+
+    def astype(self, a: Any, dtype: Any) -> Any:
+        return np.asarray(a).astype(dtype, copy=False)
+
+    def result_type(self, *dtypes: Any) -> Any:
+        return np.result_type(*dtypes)
+
+    def is_floating(self, dtype: Any) -> bool:
+        return np.issubdtype(dtype, np.floating)
+
+    def is_complex(self, dtype: Any) -> bool:
+        return np.issubdtype(dtype, np.complexfloating)
+
+    def eps(self, dtype: Any) -> float:
+        return float(np.finfo(dtype).eps)
+
+    def complex_dtype(self, dtype: Any) -> Any:
+        return np.result_type(dtype, np.complex64)
+
+
+class ArrayAPIOps(ArrayOps):
+    """Any array library implementing the Python array API standard (`x.__array_namespace__()`)."""
+
+    def __init__(self, xp: Any, array_type: type) -> None:
+        self.xp = xp
+        self.array_types = (array_type,)
+        self.name = getattr(xp, "__name__", "array API")
+        try:
+            a = xp.zeros(1)
+            a[0] = 1.0
+            self.mutable = True
+        except Exception:  # immutable arrays (JAX) refuse item assignment
+            self.mutable = False
+
+    def asarray(self, a: Any, like: Any = None) -> Any:
+        device = getattr(like, "device", None)
+        return self.xp.asarray(a, device=device) if device is not None else self.xp.asarray(a)
+
+    def to_numpy(self, a: Any) -> np.ndarray:
+        return np.asarray(a)
+
+    def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any:
+        return self.xp.zeros(shape, dtype=dtype, device=getattr(like, "device", None))
+
+    def eye(self, n: int, dtype: Any, like: Any = None) -> Any:
+        return self.xp.eye(n, dtype=dtype, device=getattr(like, "device", None))
+
+    def copy(self, a: Any) -> Any:
+        return self.xp.asarray(a, copy=True)
+
+    def reshape(self, a: Any, shape: tuple) -> Any:
+        return self.xp.reshape(a, shape)
+
+    def stack(self, arrays: list, axis: int = 0) -> Any:
+        return self.xp.stack(arrays, axis=axis)
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        return self.xp.matmul(a, b)
+
+    def vdot(self, a: Any, b: Any) -> Any:
+        return self.xp.sum(a * b)
+
+    def abs(self, a: Any) -> Any:
+        return self.xp.abs(a)
+
+    def max(self, a: Any) -> Any:
+        return self.xp.max(a)
+
+    def maximum(self, a: Any, b: Any) -> Any:
+        return self.xp.maximum(a, b)
+
+    def imag(self, a: Any) -> Any:
+        return self.xp.imag(a)
+
+    def astype(self, a: Any, dtype: Any) -> Any:
+        return self.xp.astype(a, dtype)
+
+    def result_type(self, *dtypes: Any) -> Any:
+        return self.xp.result_type(*dtypes)
+
+    def is_floating(self, dtype: Any) -> bool:
+        return self.xp.isdtype(dtype, "real floating")
+
+    def is_complex(self, dtype: Any) -> bool:
+        return self.xp.isdtype(dtype, "complex floating")
+
+    def eps(self, dtype: Any) -> float:
+        return float(self.xp.finfo(dtype).eps)
+
+    def complex_dtype(self, dtype: Any) -> Any:
+        return self.xp.result_type(dtype, self.xp.complex64)
+
+
+NUMPY = NumpyOps()
+
+# framework module name -> ArrayOps subclass (instantiated lazily, once the framework is imported)
+_REGISTERED: dict[str, Callable[[], ArrayOps]] = {}
+_INSTANCES: dict[str, ArrayOps] = {}
+_BY_TYPE: dict[type, ArrayOps] = {}
+_PYTHON_SCALARS = (float, int, complex, bool, list)
+
+
+def register_array_ops(framework: str, factory: Callable[[], ArrayOps]) -> None:
+    """Make arrays of `framework` known to the core. `factory` must not be called before the
+    framework is imported; diface calls it on the first array of that framework it meets."""
+    _REGISTERED[framework] = factory
+
+
+def framework_ops(framework: str) -> ArrayOps:
+    """The (single) namespace registered for `framework`, instantiated on first use."""
+    ops = _INSTANCES.get(framework)
+    if ops is None:
+        ops = _INSTANCES[framework] = _REGISTERED[framework]()
+    return ops
+
+
+def ops_for(a: Any) -> ArrayOps | None:
+    """The namespace that owns `a`: NumPy for NumPy arrays, NumPy scalars and Python numbers; a
+    registered framework's namespace; a generic array-API one; or None for anything else."""
+    t = type(a)
+    ops = _BY_TYPE.get(t)
+    if ops is not None:
+        return ops
+    if isinstance(a, (np.ndarray, np.generic, *_PYTHON_SCALARS)):
+        ops = NUMPY
+    else:
+        for framework in _REGISTERED:
+            if framework in sys.modules:
+                candidate = framework_ops(framework)
+                if candidate.is_native(a):
+                    ops = candidate
+                    break
+        if ops is None and hasattr(a, "__array_namespace__"):
+            ops = ArrayAPIOps(a.__array_namespace__(), t)
+        if ops is None:
+            return None
+    _BY_TYPE[t] = ops
+    return ops

@@ -1,0 +1,174 @@
+"""The backend contract.
+
+A backend is a small immutable, hashable object. To add an engine, subclass `Backend` in one file of
+`diface/backends/` and implement:
+
+- `native_modes`: the subset of {"forward", "reverse"} the engine computes natively, and `mode`, the
+  one the derived operators (jacobian, gradient, derivative) should sweep in;
+- `array_ops(x)`: the `ArrayOps` of the arrays `f` receives (converting NumPy input to them);
+- `prepare_pushforward` and/or `prepare_pullback`: prepared, batched primitives returning kernels
+  (see `diface._problem.Kernel`);
+- optionally `supports_inplace`, `package`/`extra` (for availability), `max_batch_size`, and faster
+  native versions of any other `prepare_*` method. Everything not overridden is derived here, once,
+  from the primitives (`diface._derive`).
+
+Framework imports happen inside methods, never at module import.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib.util
+from typing import Any, ClassVar
+
+from . import _derive
+from ._arrays import ArrayOps
+from ._errors import ArgumentError, BackendUnavailableError, NotSupportedError
+from ._problem import Kernel, Problem
+
+__all__ = ["Backend", "check_available", "check_inplace"]
+
+
+class Backend(abc.ABC):
+    """Base class of all backends: the minimal contract plus every operator derived from it."""
+
+    #: modes the engine has natively: a subset of {"forward", "reverse"}
+    native_modes: ClassVar[frozenset[str]] = frozenset()
+    #: mode the derived operators sweep in (subclasses with a `mode` field override it per instance)
+    mode: str = "reverse"
+    #: whether in-place functions f(y, x) are supported
+    supports_inplace: ClassVar[bool] = False
+    #: importable module the backend needs (None: NumPy only) and the pip extra that installs it
+    package: ClassVar[str | None] = None
+    extra: ClassVar[str | None] = None
+    #: tangents per batched primitive call in basis sweeps (jacobian, hessian, ...)
+    max_batch_size: ClassVar[int] = 64
+    #: derivatives are accurate to about eps ** accuracy_exponent (relative); 1 for exact AD
+    accuracy_exponent: ClassVar[float] = 1.0
+
+    # -- availability --------------------------------------------------------------------------
+    def is_available(self) -> bool:
+        """Whether the backend's package can be imported (without importing it)."""
+        return self.package is None or importlib.util.find_spec(self.package) is not None
+
+    def require(self) -> None:
+        """Raise `BackendUnavailableError`, saying what to install, if the package is missing."""
+        if not self.is_available():
+            raise BackendUnavailableError(
+                f"{self!r} needs the '{self.package}' package, which is not installed: "
+                f"pip install 'diface[{self.extra}]'"
+            )
+
+    # -- arrays --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def array_ops(self, x: Any) -> ArrayOps:
+        """The namespace of the arrays `f` receives when called at `x` (NumPy input is converted to
+        it); raises `ArgumentError` for an `x` the backend cannot take."""
+
+    def array_namespace(self) -> Any:
+        """The array module functions for this backend are written with (`numpy` here; `torch`,
+        `jax.numpy`, `autograd.numpy` for those engines). Imports it."""
+        import numpy
+
+        return numpy
+
+    # -- first-order primitives ----------------------------------------------------------------
+    def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
+        """Batched JVPs. Forward-mode backends override this; reverse-only ones get it through
+        the Jacobian."""
+        return _derive.derive_pushforward(self, problem, tangents)
+
+    def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
+        """Batched VJPs. Reverse-mode backends override this; forward-only ones get it through
+        the Jacobian."""
+        return _derive.derive_pullback(self, problem, cotangents)
+
+    def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
+        """Like `prepare_pushforward`, for calls at `problem.x` only (may cache a linearization)."""
+        return self.prepare_pushforward(problem, tangents)
+
+    def prepare_pullback_same_point(self, problem: Problem, cotangents: tuple) -> Kernel:
+        """Like `prepare_pullback`, for calls at `problem.x` only (may keep the forward pass)."""
+        return self.prepare_pullback(problem, cotangents)
+
+    # -- derived first-order operators ---------------------------------------------------------
+    def prepare_derivative(self, problem: Problem) -> Kernel:
+        return _derive.derive_jacobian(self, problem)
+
+    def prepare_gradient(self, problem: Problem) -> Kernel:
+        return _derive.derive_jacobian(self, problem)
+
+    def prepare_jacobian(self, problem: Problem) -> Kernel:
+        return _derive.derive_jacobian(self, problem)
+
+    # -- second order: outer over inner (a plain backend acts as SecondOrder(self, self)) --------
+    def second_order_backends(self) -> tuple[Backend, Backend]:
+        """(outer, inner) for second-order operators: (self, self) unless overridden."""
+        return self, self
+
+    def prepare_hvp(self, problem: Problem, tangents: tuple) -> Kernel:
+        outer, inner = self.second_order_backends()
+        native = self._native_second_order("hvp", problem, tangents)
+        return native if native is not None else _derive.derive_hvp(outer, inner, problem, tangents)
+
+    def prepare_hvp_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
+        return self.prepare_hvp(problem, tangents)
+
+    def prepare_hessian(self, problem: Problem) -> Kernel:
+        native = self._native_second_order("hessian", problem, None)
+        return native if native is not None else _derive.derive_hessian(self, problem)
+
+    def prepare_second_derivative(self, problem: Problem) -> Kernel:
+        outer, inner = self.second_order_backends()
+        native = self._native_second_order("second_derivative", problem, None)
+        return native if native is not None else _derive.derive_second_derivative(outer, inner, problem)
+
+    def _native_second_order(self, op: str, problem: Problem, extra: Any) -> Kernel | None:
+        outer, inner = self.second_order_backends()
+        outer_ops = outer.array_ops(problem.x)
+        if outer_ops is not problem.ops:
+            raise NotSupportedError(
+                f"{self!r}: the outer backend works on {outer_ops.name} arrays but the inner one gives it "
+                f"{problem.ops.name} arrays; use one engine for both, or AutoFiniteDiff() outside"
+            )
+        return outer.prepare_second_order(op, inner, problem, extra)
+
+    def prepare_second_order(self, op: str, inner: Backend, problem: Problem, extra: Any) -> Kernel | None:
+        """A native kernel for second-order operator `op` ("hvp", "hessian", "second_derivative")
+        with this backend outside and `inner` inside, or None to derive it. Engines that compose with
+        themselves (forward-over-reverse in one engine) override this."""
+        return None
+
+    def as_outer_of(self, inner: Backend) -> Backend:
+        """This backend as configured to differentiate what `inner` computes. Finite differences
+        widen their step to the inner backend's accuracy; exact engines return themselves."""
+        return self
+
+
+def check_available(backend: Backend) -> bool:
+    """Whether `backend`'s package can be imported (checked without importing it).
+
+    Example:
+        >>> import diface as di
+        >>> di.check_available(di.AutoFiniteDiff())
+        True
+    """
+    _require_backend(backend)
+    return backend.is_available()
+
+
+def check_inplace(backend: Backend) -> bool:
+    """Whether `backend` supports in-place functions `f(y, x, *ctx)` (the `y=` keyword).
+
+    Example:
+        >>> import diface as di
+        >>> di.check_inplace(di.AutoFiniteDiff())
+        True
+    """
+    _require_backend(backend)
+    return backend.supports_inplace
+
+
+def _require_backend(backend: Any) -> None:
+    if not isinstance(backend, Backend):
+        raise ArgumentError(f"expected a diface backend such as di.AutoFiniteDiff() or di.AutoJAX(), got {backend!r}")

@@ -1,0 +1,46 @@
+"""Pushforward for a reverse-only backend and pullback for a forward-only one, through the Jacobian.
+
+The Jacobian comes from the backend's own `prepare_jacobian` (a basis sweep in its native mode), so a
+wrong-mode product costs `y.size` pullbacks or `x.size` pushforwards per call, however many tangents
+are asked for at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._problem import Kernel, Problem, size_of
+
+__all__ = ["derive_pullback", "derive_pushforward"]
+
+
+def derive_pushforward(backend: Any, problem: Problem, tangents: tuple) -> Kernel:
+    """`J @ t` for each tangent `t` (shaped like `x`), from pullbacks."""
+    return _through_jacobian(backend, problem, "reverse", transpose=False)
+
+
+def derive_pullback(backend: Any, problem: Problem, cotangents: tuple) -> Kernel:
+    """`t @ J` for each cotangent `t` (shaped like `y`), from pushforwards."""
+    return _through_jacobian(backend, problem, "forward", transpose=True)
+
+
+def _through_jacobian(backend: Any, problem: Problem, needs: str, transpose: bool) -> Kernel:
+    if needs not in backend.native_modes:
+        raise TypeError(f"{backend!r} has neither a native pushforward nor a native pullback")
+    ops = problem.ops
+    x_shape, (y_shape, _) = problem.x_shape, problem.y_spec
+    m, n = size_of(y_shape), size_of(x_shape)
+    jacobian = backend.prepare_jacobian(problem)
+    # J has shape (m, n): J @ t maps x-space to y-space, t @ J maps y-space to x-space
+    t_size, out_shape = (m, x_shape) if transpose else (n, y_shape)
+
+    def product_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+        value, jac = jacobian(x, None, cv, y, full)
+        jac = ops.reshape(jac, (m, n))
+        results = []
+        for t in tangents:
+            t = ops.reshape(t, (t_size,))
+            results.append(ops.reshape(ops.matmul(t, jac) if transpose else ops.matmul(jac, t), out_shape))
+        return value, tuple(results)
+
+    return product_kernel

@@ -1,0 +1,41 @@
+"""The exception hierarchy.
+
+Every error diface raises derives from `DifaceError` and from the built-in type a Python user would
+catch for the same mistake, so `except ValueError` keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArgumentError",
+    "BackendUnavailableError",
+    "DifaceError",
+    "NotSupportedError",
+    "PreparationMismatchError",
+    "ShapeError",
+]
+
+
+class DifaceError(Exception):
+    """Base class of every error raised by diface itself (errors raised by `f` propagate unchanged)."""
+
+
+class PreparationMismatchError(DifaceError, ValueError):
+    """A preparation was reused with a different `f`, backend, array type, dtype or shape."""
+
+
+class BackendUnavailableError(DifaceError, ImportError):
+    """The backend's package is not installed; the message says what to install."""
+
+
+class NotSupportedError(DifaceError, TypeError):
+    """The backend cannot do what was asked (in-place function, `out=` into an immutable array, ...)."""
+
+
+class ShapeError(DifaceError, ValueError):
+    """Shapes that cannot work: a non-scalar output for `gradient`, a tangent of the wrong shape, ..."""
+
+
+class ArgumentError(DifaceError, TypeError, ValueError):
+    """An argument of the wrong kind or value: a bare extra argument, a buffer of the wrong dtype or
+    array type, an unknown method name. Catchable as `TypeError` and as `ValueError`."""

@@ -1,0 +1,457 @@
+"""The public operators, their value variants and their preparations.
+
+Every function here is a thin entry into the shared call path of `diface._prep`. Shapes: `x` has shape
+`xs`, `f(x)` has shape `ys`; a tangent `tx` is shaped like `x` and a cotangent `ty` like `y`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ._backend import Backend
+from ._contexts import Context
+from ._errors import NotSupportedError
+from ._prep import (
+    OPERATORS,
+    DerivativePrep,
+    GradientPrep,
+    HessianPrep,
+    HvpPrep,
+    JacobianPrep,
+    PullbackPrep,
+    PushforwardPrep,
+    SecondDerivativePrep,
+    call,
+    prepare,
+)
+
+__all__ = [
+    "derivative",
+    "gradient",
+    "gradient_and_hvp",
+    "hessian",
+    "hvp",
+    "jacobian",
+    "prepare_derivative",
+    "prepare_gradient",
+    "prepare_hessian",
+    "prepare_hvp",
+    "prepare_hvp_same_point",
+    "prepare_jacobian",
+    "prepare_pullback",
+    "prepare_pullback_same_point",
+    "prepare_pushforward",
+    "prepare_pushforward_same_point",
+    "prepare_second_derivative",
+    "pullback",
+    "pushforward",
+    "second_derivative",
+    "value_and_derivative",
+    "value_and_gradient",
+    "value_and_jacobian",
+    "value_and_pullback",
+    "value_and_pushforward",
+    "value_derivative_and_second_derivative",
+    "value_gradient_and_hessian",
+]
+
+_PUSHFORWARD = OPERATORS["pushforward"]
+_PULLBACK = OPERATORS["pullback"]
+_DERIVATIVE = OPERATORS["derivative"]
+_GRADIENT = OPERATORS["gradient"]
+_JACOBIAN = OPERATORS["jacobian"]
+_SECOND_DERIVATIVE = OPERATORS["second_derivative"]
+_HESSIAN = OPERATORS["hessian"]
+_HVP = OPERATORS["hvp"]
+
+
+# -- pushforward -----------------------------------------------------------------------------------
+def pushforward(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    tx: Any,
+    *contexts: Context,
+    prep: PushforwardPrep | None = None,
+    out: Any = None,
+    y: Any = None,
+) -> Any:
+    """Jacobian-vector product `J(x) @ tx`, shaped like `y`.
+
+    `tx` is shaped like `x`; a tuple of tangents gives a tuple of results, computed together where
+    the backend can batch.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> f = lambda x: np.array([x[0] * x[1], x[1] ** 2])
+        >>> di.pushforward(f, di.AutoFiniteDiff(), np.array([2.0, 3.0]), np.array([1.0, 0.0])).round(6)
+        array([3., 0.])
+    """
+    return call(_PUSHFORWARD, False, f, backend, x, tx, contexts, prep, out, y)
+
+
+def value_and_pushforward(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    tx: Any,
+    *contexts: Context,
+    prep: PushforwardPrep | None = None,
+    out: Any = None,
+    y: Any = None,
+) -> tuple[Any, Any]:
+    """`(f(x), J(x) @ tx)`; see `pushforward`."""
+    return call(_PUSHFORWARD, True, f, backend, x, tx, contexts, prep, out, y)
+
+
+# -- pullback --------------------------------------------------------------------------------------
+def pullback(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    ty: Any,
+    *contexts: Context,
+    prep: PullbackPrep | None = None,
+    out: Any = None,
+    y: Any = None,
+) -> Any:
+    """Vector-Jacobian product `ty @ J(x)`, shaped like `x`.
+
+    `ty` is shaped like `y`; a tuple of cotangents gives a tuple of results.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> f = lambda x: np.array([x[0] * x[1], x[1] ** 2])
+        >>> di.pullback(f, di.AutoFiniteDiff(), np.array([2.0, 3.0]), np.array([1.0, 1.0])).round(6)
+        array([3., 8.])
+    """
+    return call(_PULLBACK, False, f, backend, x, ty, contexts, prep, out, y)
+
+
+def value_and_pullback(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    ty: Any,
+    *contexts: Context,
+    prep: PullbackPrep | None = None,
+    out: Any = None,
+    y: Any = None,
+) -> tuple[Any, Any]:
+    """`(f(x), ty @ J(x))`; see `pullback`."""
+    return call(_PULLBACK, True, f, backend, x, ty, contexts, prep, out, y)
+
+
+# -- derivative ------------------------------------------------------------------------------------
+def derivative(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    prep: DerivativePrep | None = None,
+    out: Any = None,
+    y: Any = None,
+) -> Any:
+    """`dy/dx` for a scalar `x` (a number or a shape-() array), shaped like `y`.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> float(di.derivative(np.sin, di.AutoFiniteDiff(), 0.0).round(8))
+        1.0
+    """
+    return call(_DERIVATIVE, False, f, backend, x, None, contexts, prep, out, y)
+
+
+def value_and_derivative(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    prep: DerivativePrep | None = None,
+    out: Any = None,
+    y: Any = None,
+) -> tuple[Any, Any]:
+    """`(f(x), dy/dx)`; see `derivative`."""
+    return call(_DERIVATIVE, True, f, backend, x, None, contexts, prep, out, y)
+
+
+# -- second derivative -----------------------------------------------------------------------------
+def second_derivative(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    prep: SecondDerivativePrep | None = None,
+    out: Any = None,
+) -> Any:
+    """`d2y/dx2` for a scalar `x`, shaped like `y`.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> float(di.second_derivative(lambda x: x**3, di.AutoFiniteDiff(), 2.0).round(5))
+        12.0
+    """
+    return call(_SECOND_DERIVATIVE, False, f, backend, x, None, contexts, prep, out, None)
+
+
+def value_derivative_and_second_derivative(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    prep: SecondDerivativePrep | None = None,
+    out: Any = None,
+) -> tuple[Any, Any, Any]:
+    """`(f(x), dy/dx, d2y/dx2)`; `out=(d, d2)`. See `second_derivative`."""
+    return call(_SECOND_DERIVATIVE, True, f, backend, x, None, contexts, prep, out, None)
+
+
+# -- gradient --------------------------------------------------------------------------------------
+def gradient(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    prep: GradientPrep | None = None,
+    out: Any = None,
+) -> Any:
+    """Gradient of a scalar-valued `f`, shaped like `x`.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> di.gradient(lambda x: np.sum(x**2), di.AutoFiniteDiff(), np.array([1.0, 2.0])).round(6)
+        array([2., 4.])
+    """
+    return call(_GRADIENT, False, f, backend, x, None, contexts, prep, out, None)
+
+
+def value_and_gradient(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    prep: GradientPrep | None = None,
+    out: Any = None,
+) -> tuple[Any, Any]:
+    """`(f(x), gradient)`; see `gradient`."""
+    return call(_GRADIENT, True, f, backend, x, None, contexts, prep, out, None)
+
+
+# -- jacobian --------------------------------------------------------------------------------------
+def jacobian(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    prep: JacobianPrep | None = None,
+    out: Any = None,
+    y: Any = None,
+) -> Any:
+    """Jacobian of shape `y.shape + x.shape`.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> f = lambda x: np.array([x[0] * x[1], x[1] ** 2])
+        >>> di.jacobian(f, di.AutoFiniteDiff(), np.array([2.0, 3.0])).round(6)
+        array([[3., 2.],
+               [0., 6.]])
+    """
+    return call(_JACOBIAN, False, f, backend, x, None, contexts, prep, out, y)
+
+
+def value_and_jacobian(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    prep: JacobianPrep | None = None,
+    out: Any = None,
+    y: Any = None,
+) -> tuple[Any, Any]:
+    """`(f(x), jacobian)`; see `jacobian`."""
+    return call(_JACOBIAN, True, f, backend, x, None, contexts, prep, out, y)
+
+
+# -- hessian ---------------------------------------------------------------------------------------
+def hessian(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    prep: HessianPrep | None = None,
+    out: Any = None,
+) -> Any:
+    """Hessian of a scalar-valued `f`, of shape `x.shape + x.shape`.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> di.hessian(lambda x: x[0] ** 2 * x[1], di.AutoFiniteDiff(), np.array([1.0, 2.0])).round(5)
+        array([[4., 2.],
+               [2., 0.]])
+    """
+    return call(_HESSIAN, False, f, backend, x, None, contexts, prep, out, None)
+
+
+def value_gradient_and_hessian(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    prep: HessianPrep | None = None,
+    out: Any = None,
+) -> tuple[Any, Any, Any]:
+    """`(f(x), gradient, hessian)`; `out=(g, H)`. See `hessian`."""
+    return call(_HESSIAN, True, f, backend, x, None, contexts, prep, out, None)
+
+
+# -- hvp -------------------------------------------------------------------------------------------
+def hvp(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    tx: Any,
+    *contexts: Context,
+    prep: HvpPrep | None = None,
+    out: Any = None,
+) -> Any:
+    """Hessian-vector product `H(x) @ tx` of a scalar-valued `f`, shaped like `x`.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> f = lambda x: x[0] ** 2 * x[1]
+        >>> di.hvp(f, di.AutoFiniteDiff(), np.array([1.0, 2.0]), np.array([1.0, 0.0])).round(5)
+        array([4., 2.])
+    """
+    return call(_HVP, False, f, backend, x, tx, contexts, prep, out, None)
+
+
+def gradient_and_hvp(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    tx: Any,
+    *contexts: Context,
+    prep: HvpPrep | None = None,
+    out: Any = None,
+) -> tuple[Any, Any]:
+    """`(gradient, H(x) @ tx)`; `out=(g, tg)`. See `hvp`."""
+    return call(_HVP, True, f, backend, x, tx, contexts, prep, out, None)
+
+
+# -- preparation -----------------------------------------------------------------------------------
+def _no_inplace(name: str, y: Any) -> None:
+    if y is not None:
+        raise NotSupportedError(
+            f"prepare_{name}: in-place functions f(y, x) do not apply, {name} needs "
+            + ("a scalar x" if name == "second_derivative" else "a scalar output")
+        )
+
+
+def prepare_pushforward(
+    f: Callable, backend: Backend, x: Any, tx: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> PushforwardPrep:
+    """Prepare `pushforward` (and `value_and_pushforward`) for any `x` and `tx` of the same array type,
+    dtype and shape, and contexts of the same types and shapes.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> f = lambda x: x**2
+        >>> prep = di.prepare_pushforward(f, di.AutoFiniteDiff(), np.zeros(2), np.zeros(2))
+        >>> prep.pushforward(np.array([1.0, 2.0]), np.array([1.0, 1.0])).round(6)
+        array([2., 4.])
+    """
+    return prepare(_PUSHFORWARD, f, backend, x, tx, contexts, y, strict=strict)
+
+
+def prepare_pushforward_same_point(
+    f: Callable, backend: Backend, x: Any, tx: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> PushforwardPrep:
+    """Prepare `pushforward` at this very `x` (and Constant values), for tangents of the same type,
+    dtype and shape; backends may cache the linearization at `x`."""
+    return prepare(_PUSHFORWARD, f, backend, x, tx, contexts, y, strict=strict, same_point=True)
+
+
+def prepare_pullback(
+    f: Callable, backend: Backend, x: Any, ty: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> PullbackPrep:
+    """Prepare `pullback` (and `value_and_pullback`) for any `x` and `ty` of the same array type,
+    dtype and shape.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> prep = di.prepare_pullback(lambda x: x**2, di.AutoFiniteDiff(), np.zeros(2), np.zeros(2))
+        >>> prep(np.array([1.0, 2.0]), np.array([1.0, 1.0])).round(6)
+        array([2., 4.])
+    """
+    return prepare(_PULLBACK, f, backend, x, ty, contexts, y, strict=strict)
+
+
+def prepare_pullback_same_point(
+    f: Callable, backend: Backend, x: Any, ty: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> PullbackPrep:
+    """Prepare `pullback` at this very `x` (and Constant values), for cotangents of the same type,
+    dtype and shape; backends may keep the forward pass."""
+    return prepare(_PULLBACK, f, backend, x, ty, contexts, y, strict=strict, same_point=True)
+
+
+def prepare_derivative(
+    f: Callable, backend: Backend, x: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> DerivativePrep:
+    """Prepare `derivative` (and `value_and_derivative`) for any scalar `x` of the same type and dtype."""
+    return prepare(_DERIVATIVE, f, backend, x, None, contexts, y, strict=strict)
+
+
+def prepare_second_derivative(
+    f: Callable, backend: Backend, x: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> SecondDerivativePrep:
+    """Prepare `second_derivative` (and `value_derivative_and_second_derivative`)."""
+    _no_inplace("second_derivative", y)
+    return prepare(_SECOND_DERIVATIVE, f, backend, x, None, contexts, None, strict=strict)
+
+
+def prepare_gradient(
+    f: Callable, backend: Backend, x: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> GradientPrep:
+    """Prepare `gradient` (and `value_and_gradient`) for any `x` of the same type, dtype and shape.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> prep = di.prepare_gradient(lambda x: np.sum(x**2), di.AutoFiniteDiff(), np.zeros(3))
+        >>> prep.gradient(np.array([1.0, 2.0, 3.0])).round(6)
+        array([2., 4., 6.])
+    """
+    _no_inplace("gradient", y)
+    return prepare(_GRADIENT, f, backend, x, None, contexts, None, strict=strict)
+
+
+def prepare_jacobian(
+    f: Callable, backend: Backend, x: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> JacobianPrep:
+    """Prepare `jacobian` (and `value_and_jacobian`) for any `x` of the same type, dtype and shape."""
+    return prepare(_JACOBIAN, f, backend, x, None, contexts, y, strict=strict)
+
+
+def prepare_hessian(
+    f: Callable, backend: Backend, x: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> HessianPrep:
+    """Prepare `hessian` (and `value_gradient_and_hessian`)."""
+    _no_inplace("hessian", y)
+    return prepare(_HESSIAN, f, backend, x, None, contexts, None, strict=strict)
+
+
+def prepare_hvp(
+    f: Callable, backend: Backend, x: Any, tx: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> HvpPrep:
+    """Prepare `hvp` (and `gradient_and_hvp`) for any `x` and `tx` of the same type, dtype and shape."""
+    _no_inplace("hvp", y)
+    return prepare(_HVP, f, backend, x, tx, contexts, None, strict=strict)
+
+
+def prepare_hvp_same_point(
+    f: Callable, backend: Backend, x: Any, tx: Any, *contexts: Context, y: Any = None, strict: bool = True
+) -> HvpPrep:
+    """Prepare `hvp` at this very `x` (and Constant values), for tangents of the same type, dtype and
+    shape."""
+    _no_inplace("hvp", y)
+    return prepare(_HVP, f, backend, x, tx, contexts, None, strict=strict, same_point=True)

@@ -1,0 +1,628 @@
+"""Preparation objects and the one call path every operator goes through.
+
+`prepare(op, ...)` validates the arguments, converts them to the backend's arrays, builds a `Problem`
+and asks the backend for a kernel; it returns a `Prep`. Every operator call, prepared or not, then
+runs `Prep.run`: check the arguments against the preparation (strict mode), convert, validate `out=`
+buffers, run the kernel, convert the results back and write them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ._arrays import NUMPY, ArrayOps
+from ._backend import Backend, _require_backend
+from ._contexts import Constant, Context, check_contexts
+from ._errors import ArgumentError, NotSupportedError, PreparationMismatchError, ShapeError
+from ._problem import Kernel, Problem, dtype_of, shape_of
+from ._signature import Signature, describe
+
+__all__ = ["OPERATORS", "OpSpec", "Prep", "call", "prepare"]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What distinguishes one operator from another in the shared call path."""
+
+    name: str
+    #: the tangent argument: "tx" (shaped like x), "ty" (shaped like y) or None
+    extra: str | None
+    #: `y=` (in-place functions) allowed
+    inplace: bool
+    scalar_x: bool
+    scalar_y: bool
+    #: the full variant returns the primal value first (all but hvp, whose full variant is
+    #: gradient_and_hvp)
+    value_first: bool
+    #: name of the full variant
+    full_name: str
+    #: shapes of the derivative results of the full variant, from (x.shape, y.shape); the plain
+    #: operator returns the last one
+    result_shapes: Callable[[tuple, tuple], tuple[tuple, ...]]
+
+
+OPERATORS: dict[str, OpSpec] = {
+    spec.name: spec
+    for spec in (
+        OpSpec("pushforward", "tx", True, False, False, True, "value_and_pushforward", lambda xs, ys: (ys,)),
+        OpSpec("pullback", "ty", True, False, False, True, "value_and_pullback", lambda xs, ys: (xs,)),
+        OpSpec("derivative", None, True, True, False, True, "value_and_derivative", lambda xs, ys: (ys,)),
+        OpSpec("gradient", None, False, False, True, True, "value_and_gradient", lambda xs, ys: (xs,)),
+        OpSpec("jacobian", None, True, False, False, True, "value_and_jacobian", lambda xs, ys: (ys + xs,)),
+        OpSpec(
+            "second_derivative",
+            None,
+            False,
+            True,
+            False,
+            True,
+            "value_derivative_and_second_derivative",
+            lambda xs, ys: (ys, ys),
+        ),
+        OpSpec("hessian", None, False, False, True, True, "value_gradient_and_hessian", lambda xs, ys: (xs, xs + xs)),
+        OpSpec("hvp", "tx", False, False, True, False, "gradient_and_hvp", lambda xs, ys: (xs, xs)),
+    )
+}
+
+
+class Prep:
+    """The result of a `prepare_*` call: reusable state for one operator and all its variants.
+
+    Call the operator with `prep=prep`, or use the methods of the prep itself (`prep.gradient(x)`,
+    `prep.value_and_gradient(x, out=g)`; `prep(x)` runs the plain operator). With `strict=True`
+    every call checks its arguments against the preparation.
+    """
+
+    op: ClassVar[OpSpec]
+
+    __slots__ = (
+        "_constants",
+        "_copy_y_back",
+        "_only_x",
+        "_point",
+        "backend",
+        "batch",
+        "dtype",
+        "f",
+        "kernel",
+        "ops",
+        "same_point",
+        "signature",
+        "strict",
+        "to_user",
+        "user_dtype",
+        "user_numpy",
+        "x_dtype",
+        "x_shape",
+        "y_dtype",
+        "y_shape",
+    )
+
+    def __init__(
+        self,
+        problem: Problem,
+        backend: Backend,
+        kernel: Kernel,
+        signature: Signature,
+        *,
+        strict: bool,
+        same_point: bool,
+        batch: int | None,
+        to_user: bool,
+        point: tuple[Any, tuple],
+    ) -> None:
+        ops = problem.ops
+        self.f = problem.f
+        self.backend = backend
+        self.strict = strict
+        self.same_point = same_point
+        self.kernel = kernel
+        self.ops = ops
+        self.signature = signature
+        self.batch = batch
+        self.to_user = to_user
+        self.user_numpy = to_user or ops is NUMPY
+        self.x_shape = problem.x_shape
+        self.x_dtype = problem.x_dtype
+        self.y_shape, self.y_dtype = problem.y_spec
+        self.dtype = ops.result_type(self.x_dtype, self.y_dtype)
+        self.user_dtype = ops.to_numpy(ops.zeros((), self.dtype)).dtype if to_user else self.dtype
+        self._only_x = len(signature.labels) == 1
+        # same-point preparations remember the point: x and the Constant values, as the user gave them
+        self._point, self._constants = point if same_point else (None, ())
+        self._copy_y_back = to_user
+
+    def __repr__(self) -> str:
+        name = getattr(self.f, "__qualname__", None) or repr(self.f)
+        return (
+            f"<{type(self).__name__} of {name} on {self.backend!r}: x {self.x_dtype} {self.x_shape}, "
+            f"y {self.y_dtype} {self.y_shape}{', same point' if self.same_point else ''}>"
+        )
+
+    # -- checking --------------------------------------------------------------------------------
+    def check(self, x: Any, extra: Any, contexts: tuple, y: Any, f: Any = None, backend: Any = None) -> None:
+        """Raise `PreparationMismatchError` unless the call matches this preparation."""
+        f_ok = f is None or f is self.f or f == self.f
+        backend_ok = backend is None or backend is self.backend or backend == self.backend
+        if f_ok and backend_ok:
+            if self._only_x and extra is None and not contexts and y is None:
+                ok = (type(x), getattr(x, "dtype", None), getattr(x, "shape", None)) == self.signature.specs[0]
+            else:
+                labels, values = _labelled(self.op, x, extra, contexts, y)
+                ok = labels == self.signature.labels and self.signature.matches(values)
+            if ok and (not self.same_point or self._same_point_holds(x, contexts)):
+                return
+        self._mismatch(x, extra, contexts, y, f_ok, backend_ok)
+
+    def _same_point_holds(self, x: Any, contexts: tuple) -> bool:
+        constants = tuple(c.value for c in contexts if isinstance(c, Constant))
+        return _same_values(self.ops, x, self._point) and all(
+            _same_values(self.ops, a, b) for a, b in zip(constants, self._constants)
+        )
+
+    def _mismatch(self, x: Any, extra: Any, contexts: tuple, y: Any, f_ok: bool, backend_ok: bool) -> None:
+        name = self.op.name
+        lines = [
+            f"{name}: the call does not match its preparation (strict mode checks f, the backend, and the "
+            "array type, dtype and shape of every argument):",
+            f"  {'f':<22} {'matches' if f_ok else 'differs: another function than at preparation'}",
+            f"  {'backend':<22} " + ("matches" if backend_ok else f"differs: prepared for {self.backend!r}"),
+        ]
+        labels, values = _labelled(self.op, x, extra, contexts, y)
+        lines += self.signature.report(labels, values)
+        if self.same_point and f_ok and backend_ok and labels == self.signature.labels:
+            lines.append(
+                "  same point             differs: a same-point preparation needs the very same x and "
+                "Constant values it was prepared with"
+            )
+        what = f"prepare_{name}_same_point" if self.same_point else f"prepare_{name}"
+        lines.append(f"Prepare again for these arguments with di.{what}(...), or pass strict=False to skip the check.")
+        raise PreparationMismatchError("\n".join(lines))
+
+    # -- running ---------------------------------------------------------------------------------
+    def run(self, full: bool, x: Any, extra: Any, contexts: tuple, out: Any, y: Any, check: bool) -> Any:
+        """One operator call: the plain operator (`full=False`) or its full variant."""
+        if check and self.strict:
+            self.check(x, extra, contexts, y)
+        ops = self.ops
+        xn = x if ops.is_native(x) else native_x(ops, x)
+        if self.op.extra is None:
+            tn = None
+        else:
+            batched = type(extra) is tuple
+            if batched != (self.batch is not None):
+                raise ArgumentError(
+                    f"{self.op.name}: prepared for {'a tuple of tangents' if self.batch is not None else 'one tangent'}"
+                    f", called with {'a tuple' if batched else 'a single tangent'}"
+                )
+            dtype = self.x_dtype if self.op.extra == "tx" else self.y_dtype
+            tn = tuple(
+                t if ops.is_native(t) else _native_tangent(ops, t, xn, dtype, self.op.name, self.op.extra)
+                for t in (extra if batched else (extra,))
+            )
+        cv = tuple(c.value for c in contexts)
+        if ops is not NUMPY:
+            cv = tuple(ops.asarray(v, like=xn) if isinstance(v, np.ndarray) else v for v in cv)
+        yn = None if y is None else (y if ops.is_native(y) else ops.asarray(y, like=xn))
+        if out is not None:
+            self._check_out(out, full, extra)
+        r = self.kernel(xn, tn, cv, yn, full)
+        if y is not None and yn is not y:
+            np.copyto(y, ops.to_numpy(yn))
+        return self._deliver(r, full, type(extra) is tuple, out, y)
+
+    def _check_out(self, out: Any, full: bool, extra: Any) -> None:
+        shapes = self.op.result_shapes(self.x_shape, self.y_shape)
+        if not full:
+            shapes = shapes[-1:]
+        name = self.op.full_name if full else self.op.name
+        if len(shapes) > 1:
+            if not isinstance(out, tuple) or len(out) != len(shapes):
+                raise ArgumentError(f"{name}: out= must be a tuple of {len(shapes)} buffers, got {_kind(out)}")
+            buffers = out
+        else:
+            buffers = (out,)
+        for level, (buf, shape) in enumerate(zip(buffers, shapes)):
+            if level == len(shapes) - 1 and type(extra) is tuple:
+                if not isinstance(buf, tuple) or len(buf) != len(extra):
+                    raise ArgumentError(
+                        f"{name}: with {len(extra)} tangents, out= needs a tuple of {len(extra)} buffers, "
+                        f"got {_kind(buf)}"
+                    )
+                for b in buf:
+                    self._check_buffer(name, b, shape)
+            else:
+                self._check_buffer(name, buf, shape)
+
+    def _check_buffer(self, name: str, buf: Any, shape: tuple) -> None:
+        ops = self.ops
+        if self.user_numpy:
+            if not isinstance(buf, np.ndarray):
+                raise ArgumentError(f"{name}: out= buffers must be NumPy arrays here, got {_kind(buf)}")
+        elif not ops.is_native(buf):
+            raise ArgumentError(f"{name}: out= buffers must be {ops.name} arrays like x, got {_kind(buf)}")
+        elif not ops.mutable:
+            raise NotSupportedError(
+                f"{name}: {ops.name} arrays are immutable and cannot be out= buffers; drop out= and use the "
+                "returned result"
+            )
+        if tuple(buf.shape) != shape:
+            raise ShapeError(f"{name}: out= buffer has shape {tuple(buf.shape)}, the result has shape {shape}")
+        if buf.dtype != self.user_dtype:
+            raise ArgumentError(f"{name}: out= buffer has dtype {buf.dtype}, the result has dtype {self.user_dtype}")
+
+    def _deliver(self, r: tuple, full: bool, batched: bool, out: Any, y: Any) -> Any:
+        results = r[1:] if full else r[-1:]
+        n = len(results)
+        buffers = (out if n > 1 else (out,)) if out is not None else (None,) * n
+        delivered = []
+        for level, (d, buf) in enumerate(zip(results, buffers)):
+            if level == n - 1 and self.op.extra is not None:
+                bufs = (None,) * len(d) if buf is None else buf if batched else (buf,)
+                items = tuple(self._result(di, bi) for di, bi in zip(d, bufs))
+                delivered.append(items if batched else items[0])
+            else:
+                delivered.append(self._result(d, buf))
+        if not full:
+            return delivered[0]
+        if not self.op.value_first:
+            return tuple(delivered)
+        return (self._value(r[0], y), *delivered)
+
+    def _result(self, d: Any, buf: Any) -> Any:
+        if getattr(d, "dtype", None) != self.dtype:
+            d = self.ops.astype(d, self.dtype)
+        if self.to_user:
+            d = self.ops.to_numpy(d)
+        if buf is not None:
+            (NUMPY if self.user_numpy else self.ops).copyto(buf, d)
+            return buf
+        if self.user_numpy and isinstance(d, np.ndarray) and d.ndim == 0:
+            return d[()]
+        return d
+
+    def _value(self, v: Any, y: Any) -> Any:
+        if y is not None:
+            return y
+        if self.to_user:
+            v = self.ops.to_numpy(v)
+            return v[()] if v.ndim == 0 else v
+        return v
+
+
+def _kind(a: Any) -> str:
+    shape = getattr(a, "shape", None)
+    return type(a).__name__ + (f" of shape {tuple(shape)}" if shape is not None else "")
+
+
+def _labelled(op: OpSpec, x: Any, extra: Any, contexts: tuple, y: Any) -> tuple[tuple, tuple]:
+    labels: list[str] = ["x"]
+    values: list[Any] = [x]
+    if op.extra is not None:
+        if type(extra) is tuple:
+            labels += [f"{op.extra}[{i}]" for i in range(len(extra))]
+            values += extra
+        else:
+            labels.append(op.extra)
+            values.append(extra)
+    for i, c in enumerate(contexts):
+        labels.append(f"context {i + 1} ({getattr(c, 'kind', type(c).__name__)})")
+        values.append(getattr(c, "value", c))
+    if y is not None:
+        labels.append("y")
+        values.append(y)
+    return tuple(labels), tuple(values)
+
+
+def _same_values(ops: ArrayOps, a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if describe(a) != describe(b):
+        return False
+    if getattr(a, "shape", None) is None:
+        return bool(a == b)
+    if isinstance(a, (np.ndarray, np.generic)):
+        return bool(np.array_equal(a, b))
+    return ops.equal(a, b)
+
+
+def native_x(ops: ArrayOps, x: Any) -> Any:
+    """`x` as the backend's native array: NumPy input converted, Python numbers as float64."""
+    if isinstance(x, (bool, int)):
+        x = float(x)
+    if isinstance(x, float):
+        x = np.float64(x)
+    elif isinstance(x, list):
+        x = np.asarray(x)
+    elif not isinstance(x, (np.ndarray, np.generic)):
+        raise ArgumentError(
+            f"x must be an array or a number, got {type(x).__name__}; this backend takes NumPy arrays "
+            f"and {ops.name} arrays"
+        )
+    if ops is NUMPY:
+        return x
+    return ops.asarray(x)
+
+
+def prepare(
+    op: OpSpec,
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    extra: Any,
+    contexts: tuple,
+    y: Any,
+    *,
+    strict: bool = True,
+    same_point: bool = False,
+    single_use: bool = False,
+) -> Prep:
+    """Validate, convert, and ask `backend` for the kernel of operator `op`."""
+    where = f"prepare_{op.name}" if not single_use else op.name
+    if not callable(f):
+        raise ArgumentError(f"{where}: f must be callable, got {_kind(f)}")
+    _require_backend(backend)
+    check_contexts(contexts, where)
+    backend.require()
+    if y is not None and not backend.supports_inplace:
+        raise NotSupportedError(
+            f"{where}: {backend!r} does not support in-place functions f(y, x); write f to return its "
+            "output instead, or use a backend where di.check_inplace(backend) is True"
+        )
+    ops = backend.array_ops(x)
+    to_user = not ops.is_native(x)
+    xn = native_x(ops, x) if to_user else x
+    x_dtype = dtype_of(xn)
+    _check_floating(ops, x_dtype, where, "x")
+    if op.scalar_x and shape_of(xn) != ():
+        raise ShapeError(
+            f"{where}: needs a scalar x (shape ()), got shape {shape_of(xn)}; use jacobian or pushforward "
+            "for array inputs"
+        )
+    yn = None
+    if y is not None:
+        if not (ops.is_native(y) or isinstance(y, np.ndarray)) or isinstance(y, np.generic):
+            raise ArgumentError(f"{where}: y= must be an array that f writes into, got {_kind(y)}")
+        if not ops.mutable:
+            raise NotSupportedError(f"{where}: {ops.name} arrays are immutable, so f cannot write into y")
+        yn = y if ops.is_native(y) else ops.asarray(y, like=xn)
+    native_contexts = tuple(
+        c.with_value(ops.asarray(c.value, like=xn)) if ops is not NUMPY and isinstance(c.value, np.ndarray) else c
+        for c in contexts
+    )
+    problem = Problem(f, xn, native_contexts, yn, ops, single_use=single_use)
+    y_shape, y_dtype = problem.y_spec
+    _check_floating(ops, y_dtype, where, "f's output")
+    if op.scalar_y and y_shape != ():
+        raise ShapeError(
+            f"{where}: needs f to return a scalar (shape ()), but it returned shape {y_shape}; use jacobian "
+            "for array outputs, or reduce the output (e.g. with .sum())"
+        )
+    batch = None
+    if op.extra is None:
+        kernel = getattr(backend, f"prepare_{op.name}")(problem)
+    else:
+        batch = len(extra) if type(extra) is tuple else None
+        tangents = extra if type(extra) is tuple else (extra,)
+        if not tangents:
+            raise ArgumentError(f"{where}: the tuple of tangents is empty")
+        like_x = op.extra == "tx"
+        shape, dtype = (problem.x_shape, x_dtype) if like_x else (y_shape, y_dtype)
+        native = []
+        for i, t in enumerate(tangents):
+            label = op.extra if batch is None else f"{op.extra}[{i}]"
+            tn = t if ops.is_native(t) else _native_tangent(ops, t, xn, dtype, where, label)
+            if shape_of(tn) != shape:
+                raise ShapeError(
+                    f"{where}: tangent {label} has shape {shape_of(tn)}, it must be shaped like "
+                    f"{'x' if like_x else 'y'}: {shape}"
+                )
+            if dtype_of(tn) != dtype:
+                raise ArgumentError(
+                    f"{where}: tangent {label} has dtype {dtype_of(tn)}, it must have the dtype of "
+                    f"{'x' if like_x else 'y'}: {dtype}"
+                )
+            native.append(tn)
+        suffix = "_same_point" if same_point else ""
+        kernel = getattr(backend, f"prepare_{op.name}{suffix}")(problem, tuple(native))
+    labels, values = _labelled(op, x, extra, contexts, y)
+    return PREP_CLASSES[op.name](
+        problem,
+        backend,
+        kernel,
+        Signature(labels, values),
+        strict=strict,
+        same_point=same_point,
+        batch=batch,
+        to_user=to_user,
+        point=(x, tuple(c.value for c in contexts if isinstance(c, Constant))),
+    )
+
+
+def _native_tangent(ops: ArrayOps, t: Any, xn: Any, dtype: Any, where: str, label: str) -> Any:
+    if isinstance(t, (bool, int, float)):
+        return ops.astype(ops.asarray(np.asarray(t), like=xn), dtype)
+    if isinstance(t, (np.ndarray, np.generic, list)):
+        return ops.asarray(np.asarray(t), like=xn)
+    raise ArgumentError(f"{where}: tangent {label} must be an array or a number, got {_kind(t)}")
+
+
+def _check_floating(ops: ArrayOps, dtype: Any, where: str, what: str) -> None:
+    if ops.is_floating(dtype):
+        return
+    if ops.is_complex(dtype):
+        raise NotSupportedError(
+            f"{where}: {what} is complex ({dtype}); diface differentiates real floating-point arrays"
+        )
+    raise ArgumentError(
+        f"{where}: {what} has dtype {dtype}; differentiation needs floating point (e.g. pass x.astype(float))"
+    )
+
+
+def call(
+    op: OpSpec,
+    full: bool,
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    extra: Any,
+    contexts: tuple,
+    prep: Prep | None,
+    out: Any,
+    y: Any,
+) -> Any:
+    """An operator call: prepare for this one call, or check and reuse `prep`."""
+    if prep is None:
+        prep = prepare(op, f, backend, x, extra, contexts, y, strict=False, single_use=True)
+        return prep.run(full, x, extra, contexts, out, y, check=False)
+    if type(prep) is not PREP_CLASSES[op.name]:
+        made_by = getattr(getattr(prep, "op", None), "name", None)
+        raise PreparationMismatchError(
+            f"{op.name}: prep= must come from di.prepare_{op.name}(...)"
+            + (f", this one was made by di.prepare_{made_by}" if made_by else f", got {_kind(prep)}")
+        )
+    if prep.strict:
+        prep.check(x, extra, contexts, y, f, backend)
+    return prep.run(full, x, extra, contexts, out, y, check=False)
+
+
+# -- one preparation class per operator, with a method per variant ---------------------------------
+
+
+class PushforwardPrep(Prep):
+    """Preparation for `pushforward` and `value_and_pushforward`."""
+
+    __slots__ = ()
+    op = OPERATORS["pushforward"]
+
+    def pushforward(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(False, x, tx, contexts, out, y, check=True)
+
+    def value_and_pushforward(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(True, x, tx, contexts, out, y, check=True)
+
+    __call__ = pushforward
+
+
+class PullbackPrep(Prep):
+    """Preparation for `pullback` and `value_and_pullback`."""
+
+    __slots__ = ()
+    op = OPERATORS["pullback"]
+
+    def pullback(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(False, x, ty, contexts, out, y, check=True)
+
+    def value_and_pullback(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(True, x, ty, contexts, out, y, check=True)
+
+    __call__ = pullback
+
+
+class DerivativePrep(Prep):
+    """Preparation for `derivative` and `value_and_derivative`."""
+
+    __slots__ = ()
+    op = OPERATORS["derivative"]
+
+    def derivative(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(False, x, None, contexts, out, y, check=True)
+
+    def value_and_derivative(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(True, x, None, contexts, out, y, check=True)
+
+    __call__ = derivative
+
+
+class GradientPrep(Prep):
+    """Preparation for `gradient` and `value_and_gradient`."""
+
+    __slots__ = ()
+    op = OPERATORS["gradient"]
+
+    def gradient(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        return self.run(False, x, None, contexts, out, None, check=True)
+
+    def value_and_gradient(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        return self.run(True, x, None, contexts, out, None, check=True)
+
+    __call__ = gradient
+
+
+class JacobianPrep(Prep):
+    """Preparation for `jacobian` and `value_and_jacobian`."""
+
+    __slots__ = ()
+    op = OPERATORS["jacobian"]
+
+    def jacobian(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(False, x, None, contexts, out, y, check=True)
+
+    def value_and_jacobian(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(True, x, None, contexts, out, y, check=True)
+
+    __call__ = jacobian
+
+
+class SecondDerivativePrep(Prep):
+    """Preparation for `second_derivative` and `value_derivative_and_second_derivative`."""
+
+    __slots__ = ()
+    op = OPERATORS["second_derivative"]
+
+    def second_derivative(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        return self.run(False, x, None, contexts, out, None, check=True)
+
+    def value_derivative_and_second_derivative(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        return self.run(True, x, None, contexts, out, None, check=True)
+
+    __call__ = second_derivative
+
+
+class HessianPrep(Prep):
+    """Preparation for `hessian` and `value_gradient_and_hessian`."""
+
+    __slots__ = ()
+    op = OPERATORS["hessian"]
+
+    def hessian(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        return self.run(False, x, None, contexts, out, None, check=True)
+
+    def value_gradient_and_hessian(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        return self.run(True, x, None, contexts, out, None, check=True)
+
+    __call__ = hessian
+
+
+class HvpPrep(Prep):
+    """Preparation for `hvp` and `gradient_and_hvp`."""
+
+    __slots__ = ()
+    op = OPERATORS["hvp"]
+
+    def hvp(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> Any:
+        return self.run(False, x, tx, contexts, out, None, check=True)
+
+    def gradient_and_hvp(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> Any:
+        return self.run(True, x, tx, contexts, out, None, check=True)
+
+    __call__ = hvp
+
+
+PREP_CLASSES: dict[str, type[Prep]] = {
+    cls.op.name: cls
+    for cls in (
+        PushforwardPrep,
+        PullbackPrep,
+        DerivativePrep,
+        GradientPrep,
+        JacobianPrep,
+        SecondDerivativePrep,
+        HessianPrep,
+        HvpPrep,
+    )
+}

@@ -1,0 +1,133 @@
+"""`Problem`: what one preparation is about, in the backend's native arrays.
+
+The API layer builds a `Problem` from the user's arguments (after converting them to the backend's
+array type) and hands it to a backend's `prepare_*` method, which returns a kernel. Derivations build
+sub-problems from it (the inner gradient as the function an outer backend differentiates, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._arrays import ArrayOps
+from ._contexts import Context
+
+__all__ = ["Problem", "Kernel"]
+
+#: A prepared operator: `kernel(x, extra, context_values, y, full) -> tuple`.
+#:
+#: - `x`: native input; `extra`: tuple of native tangents (pushforward, pullback, hvp) or None;
+#:   `context_values`: tuple of native context values; `y`: native output buffer of an in-place `f`
+#:   (None otherwise); `full`: also compute the primal value (and lower-order results).
+#: - returns `(value, result)` for first-order operators, `(value, lower, result)` for
+#:   `second_derivative` (lower = derivative), `hessian` (lower = gradient) and `hvp` (lower =
+#:   gradient, value always None). Entries not asked for (`full=False`) may be None. A batch of
+#:   tangents gives a tuple of results. Results are fresh arrays: they never alias a kernel's
+#:   internal buffers, so a caller may keep them across calls.
+#: - an in-place `f` leaves `f(x)` in `y` after every call.
+Kernel = Callable[[Any, Any, tuple, Any, bool], tuple]
+
+
+class Problem:
+    """The function, the point and the contexts a preparation is made for.
+
+    Attributes:
+        f: the user's function, `f(x, *ctx)` or, in place, `f(y, x, *ctx)`.
+        x: the point (native array or native scalar).
+        contexts: `Constant`/`Cache` wrappers holding native values.
+        y: native output buffer of an in-place `f`, else None.
+        ops: the array namespace of `x`.
+        single_use: the preparation serves one call only (unprepared operators): backends may skip
+            work that only pays off over many calls, such as jit compilation.
+    """
+
+    __slots__ = ("_y_spec", "contexts", "f", "ops", "single_use", "x", "y")
+
+    def __init__(
+        self,
+        f: Callable,
+        x: Any,
+        contexts: tuple[Context, ...],
+        y: Any,
+        ops: ArrayOps,
+        *,
+        single_use: bool = False,
+        y_spec: tuple[tuple, Any] | None = None,
+    ) -> None:
+        self.f = f
+        self.x = x
+        self.contexts = contexts
+        self.y = y
+        self.ops = ops
+        self.single_use = single_use
+        self._y_spec = y_spec
+
+    @property
+    def inplace(self) -> bool:
+        return self.y is not None
+
+    @property
+    def context_values(self) -> tuple:
+        return tuple(c.value for c in self.contexts)
+
+    @property
+    def x_shape(self) -> tuple:
+        return shape_of(self.x)
+
+    @property
+    def x_dtype(self) -> Any:
+        return dtype_of(self.x)
+
+    @property
+    def y_spec(self) -> tuple[tuple, Any]:
+        """(shape, dtype) of `f`'s output, from the buffer `y` or from one evaluation of `f`."""
+        if self._y_spec is None:
+            y = self.y if self.y is not None else self.f(self.x, *self.context_values)
+            self._y_spec = (shape_of(y), dtype_of(y))
+        return self._y_spec
+
+    def evaluate(self, x: Any, context_values: tuple, y: Any = None) -> Any:
+        """`f` at `x`: its return value, or the buffer `y` it wrote into."""
+        if y is None:
+            return self.f(x, *context_values)
+        self.f(y, x, *context_values)
+        return y
+
+    def derived(
+        self,
+        f: Callable,
+        y_spec: tuple[tuple, Any],
+        contexts: tuple[Context, ...] | None = None,
+    ) -> Problem:
+        """A problem about another (out-of-place) function at the same point."""
+        return Problem(
+            f,
+            self.x,
+            self.contexts if contexts is None else contexts,
+            None,
+            self.ops,
+            single_use=self.single_use,
+            y_spec=y_spec,
+        )
+
+
+def shape_of(a: Any) -> tuple:
+    """Shape of an array, or () for a Python number."""
+    s = getattr(a, "shape", None)
+    return () if s is None else tuple(s)
+
+
+def dtype_of(a: Any) -> Any:
+    """dtype of an array, or NumPy's dtype for a Python number."""
+    d = getattr(a, "dtype", None)
+    return np.result_type(a) if d is None else d
+
+
+def size_of(shape: tuple) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n

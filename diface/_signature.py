@@ -1,0 +1,69 @@
+"""What a preparation remembers of its arguments, and the report when a call differs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Signature", "describe", "describe_value"]
+
+
+def describe(a: Any) -> tuple:
+    """(array type, dtype, shape) of an argument; dtype and shape are None for non-arrays."""
+    return (type(a), getattr(a, "dtype", None), getattr(a, "shape", None))
+
+
+def describe_value(spec: tuple) -> str:
+    kind, dtype, shape = spec
+    name = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__qualname__
+    if dtype is None and shape is None:
+        return name
+    return f"{name} {dtype} {tuple(shape) if shape is not None else ''}".strip()
+
+
+class Signature:
+    """The labelled argument specs a preparation was made with."""
+
+    __slots__ = ("labels", "specs")
+
+    def __init__(self, labels: tuple[str, ...], values: tuple) -> None:
+        self.labels = labels
+        self.specs = tuple(describe(v) for v in values)
+
+    def matches(self, values: tuple) -> bool:
+        specs = self.specs
+        if len(values) != len(specs):
+            return False
+        for v, s in zip(values, specs):
+            if (type(v), getattr(v, "dtype", None), getattr(v, "shape", None)) != s:
+                return False
+        return True
+
+    def report(self, labels: tuple[str, ...], values: tuple) -> list[str]:
+        """One line per argument of either the preparation or the call: matching or how it differs."""
+        lines = []
+        now = dict(zip(labels, (describe(v) for v in values)))
+        then = dict(zip(self.labels, self.specs))
+        for label in dict.fromkeys((*self.labels, *labels)):
+            if label not in now:
+                lines.append(
+                    f"  {label:<22} differs: given at preparation ({describe_value(then[label])}), missing now"
+                )
+            elif label not in then:
+                lines.append(
+                    f"  {label:<22} differs: not given at preparation, given now ({describe_value(now[label])})"
+                )
+            elif now[label] == then[label]:
+                lines.append(f"  {label:<22} matches")
+            else:
+                lines.append(f"  {label:<22} differs: {_difference(then[label], now[label])}")
+        return lines
+
+
+def _difference(then: tuple, now: tuple) -> str:
+    parts = []
+    for what, a, b in zip(("array type", "dtype", "shape"), then, now):
+        if a != b:
+            a_text = a.__qualname__ if isinstance(a, type) else (tuple(a) if what == "shape" and a is not None else a)
+            b_text = b.__qualname__ if isinstance(b, type) else (tuple(b) if what == "shape" and b is not None else b)
+            parts.append(f"{what} {a_text} at preparation, {b_text} now")
+    return "; ".join(parts)

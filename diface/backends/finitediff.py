@@ -1,0 +1,267 @@
+"""`AutoFiniteDiff`: derivatives from function values, for NumPy and any array library.
+
+Forward mode only: a pushforward is a difference quotient along the tangent. Jacobians and gradients
+of mutable arrays perturb one component of a work copy of x at a time (no seed arrays, one function
+evaluation per component and side); immutable arrays (JAX) go through the core's basis sweep.
+
+## Step sizes
+
+For a component x_i the step is `h_i = c * max(1, |x_i|)`, with `c` chosen per method and dtype
+(eps = machine epsilon of x's dtype) to balance truncation against rounding error:
+
+| method | c | error (relative, smooth f) | float64 | float32 |
+| --- | --- | --- | --- | --- |
+| forward, backward | eps^(1/2) | ~ eps^(1/2) | 1.5e-8 | 3.5e-4 |
+| central | eps^(1/3) | ~ eps^(2/3) | 3.7e-11 | 2.4e-5 |
+| complex | eps | ~ eps | 2.2e-16 | 1.2e-7 |
+
+The perturbed component is rounded to a float first and the quotient divides by the step actually
+taken, which removes the representation error of `x_i + h_i`. Along a general tangent t the step is
+`c * max(1, max |x_i| over t_i != 0) / max |t|`. `step=` replaces `c`.
+
+When differentiating what another backend computes (the outer backend of `SecondOrder`), the values
+themselves carry that backend's error eps^a instead of eps, and c becomes eps^(a/2) (forward,
+backward) or eps^(a/3) (central): `SecondOrder(AutoFiniteDiff(), AutoFiniteDiff())` is accurate to
+about eps^(4/9) ~ 1e-7 in float64.
+
+The complex-step method evaluates f at complex points: f must be complex-analytic in x (no `abs`,
+`np.real`, comparisons on x). It is exact to rounding and cannot be nested inside itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .._arrays import ArrayOps, ops_for
+from .._backend import Backend
+from .._contexts import Cache
+from .._derive import derive_jacobian
+from .._errors import ArgumentError, NotSupportedError
+from .._problem import Kernel, Problem, dtype_of, shape_of, size_of
+
+__all__ = ["AutoFiniteDiff"]
+
+_METHODS = ("forward", "central", "backward", "complex")
+# order of the truncation error of each method (the error is h ** order)
+_ORDER = {"forward": 1, "backward": 1, "central": 2, "complex": 2}
+
+
+@dataclass(frozen=True)
+class AutoFiniteDiff(Backend):
+    """Finite differences (forward mode), for NumPy arrays and any array library with arithmetic.
+
+    Args:
+        method: "central" (default, error ~ eps^(2/3)), "forward" or "backward" (one evaluation
+            per direction instead of two, error ~ eps^(1/2)), or "complex" (complex step: exact to
+            rounding, needs f analytic in x).
+        step: relative step factor c; the step for component x_i is `c * max(1, |x_i|)`. Default:
+            chosen per method and dtype (see the module documentation).
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> di.gradient(lambda x: np.sum(x**3), di.AutoFiniteDiff(), np.array([1.0, 2.0])).round(6)
+        array([ 3., 12.])
+    """
+
+    method: str = "central"
+    step: float | None = None
+    # accuracy exponent a of the values being differenced (eps ** a); < 1 when nested over
+    # another finite-difference backend (see as_outer_of)
+    input_accuracy: float = field(default=1.0, repr=False)
+
+    native_modes: ClassVar[frozenset[str]] = frozenset({"forward"})
+    mode: ClassVar[str] = "forward"
+    supports_inplace: ClassVar[bool] = True
+    max_batch_size: ClassVar[int] = 16
+
+    def __post_init__(self) -> None:
+        if self.method not in _METHODS:
+            raise ArgumentError(f"AutoFiniteDiff: method must be one of {', '.join(_METHODS)}; got {self.method!r}")
+        if self.step is not None and not (isinstance(self.step, (int, float)) and 0 < self.step < float("inf")):
+            raise ArgumentError(f"AutoFiniteDiff: step must be a positive number, got {self.step!r}")
+
+    @property
+    def accuracy_exponent(self) -> float:  # type: ignore[override]
+        a = self.input_accuracy
+        if self.method == "complex":
+            return a
+        p = _ORDER[self.method]
+        return a * p / (p + 1)
+
+    def step_factor(self, eps: float) -> float:
+        """The relative step c for a dtype with machine epsilon `eps`."""
+        if self.step is not None:
+            return float(self.step)
+        if self.method == "complex":
+            return eps
+        return eps ** (self.input_accuracy / (_ORDER[self.method] + 1))
+
+    def second_order_backends(self) -> tuple[Backend, Backend]:
+        # the complex step cannot be nested in itself: differentiate central differences instead
+        if self.method == "complex":
+            return self, AutoFiniteDiff("central")
+        return self, self
+
+    def as_outer_of(self, inner: Backend) -> Backend:
+        if self.method == "complex" and not (isinstance(inner, AutoFiniteDiff) and inner.method != "complex"):
+            raise NotSupportedError(
+                f"a complex-step outer backend needs an inner backend that accepts complex x and stays "
+                f"analytic, which {inner!r} is not; use SecondOrder(AutoFiniteDiff('complex'), "
+                "AutoFiniteDiff('central')) or a real-step outer method"
+            )
+        return dataclasses.replace(self, input_accuracy=inner.accuracy_exponent)
+
+    def array_ops(self, x: Any) -> ArrayOps:
+        ops = ops_for(x)
+        if ops is None:
+            raise ArgumentError(
+                f"AutoFiniteDiff needs x to be a NumPy array, a number, or an array with arithmetic and "
+                f"indexing (a torch tensor, a jax array, ...); got {type(x).__name__}"
+            )
+        return ops
+
+    # -- pushforward: difference quotients along each tangent ----------------------------------------
+    def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
+        ops, method = problem.ops, self.method
+        evaluate = _Evaluator(self, problem)
+        factor = self.step_factor(ops.eps(problem.x_dtype))
+        x_dtype = problem.x_dtype
+
+        def pushforward_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+            fx = evaluate.at_point(x, cv, y, full)
+            shifted_cv = evaluate.shifted_contexts(cv)
+            results = []
+            for t in tangents:
+                size = ops.max(ops.abs(t))
+                reach = ops.max(ops.abs(x) * (t != 0))
+                h = factor * ops.maximum(reach, 1.0) / ops.maximum(size, _TINY)
+                h = ops.astype(h, x_dtype)
+                shift = 1j * h if method == "complex" else h
+                quotient_step = 2 * h if method == "central" else h
+                point = lambda s, t=t, d=shift: x + (s * d) * t
+                results.append(evaluate.quotient(method, point, fx, quotient_step, shifted_cv))
+            evaluate.finish(x, cv, y, fx)
+            return (fx if full else None), tuple(results)
+
+        return pushforward_kernel
+
+    # -- jacobian (and gradient, derivative): one component at a time --------------------------------
+    def prepare_jacobian(self, problem: Problem) -> Kernel:
+        ops = problem.ops
+        if not ops.mutable or not hasattr(problem.x, "shape") or problem.x_shape == ():
+            return derive_jacobian(self, problem)  # basis sweep of pushforwards
+        method = self.method
+        evaluate = _Evaluator(self, problem)
+        factor = self.step_factor(ops.eps(problem.x_dtype))
+        x_shape, (y_shape, _) = problem.x_shape, problem.y_spec
+        n = size_of(x_shape)
+        out_shape = y_shape + x_shape
+        work_dtype = ops.complex_dtype(problem.x_dtype) if method == "complex" else problem.x_dtype
+        dtype = ops.result_type(problem.x_dtype, problem.y_spec[1])
+
+        def jacobian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+            fx = evaluate.at_point(x, cv, y, full)
+            shifted_cv = evaluate.shifted_contexts(cv)
+            flat_x = ops.reshape(x, (n,))
+            work = ops.astype(ops.copy(x), work_dtype) if method == "complex" else ops.copy(x)
+            flat = ops.flat_view(work)
+            h = factor * ops.maximum(ops.abs(flat_x), 1.0)
+            up = flat_x + 1j * h if method == "complex" else flat_x + h
+            down = flat_x - h
+            # divide by the steps actually taken (exactly representable differences)
+            if method == "central":
+                steps = up - down
+            elif method == "forward":
+                steps = up - flat_x
+            elif method == "backward":
+                steps = flat_x - down
+            else:
+                steps = h
+            columns = []
+            for i in range(n):
+
+                def at(side: int, i: int = i) -> Any:
+                    flat[i] = up[i] if side > 0 else down[i]
+                    return work
+
+                columns.append(evaluate.quotient(method, at, fx, steps[i], shifted_cv, restore=(flat, i, flat_x[i])))
+            evaluate.finish(x, cv, y, fx)
+            jac = ops.reshape(ops.stack(columns, axis=-1), out_shape) if n else ops.zeros(out_shape, dtype, x)
+            return (fx if full else None), jac
+
+        return jacobian_kernel
+
+    def prepare_gradient(self, problem: Problem) -> Kernel:
+        return self.prepare_jacobian(problem)
+
+    def prepare_derivative(self, problem: Problem) -> Kernel:
+        return self.prepare_jacobian(problem)
+
+
+_TINY = 1e-30  # floor of |t| in the step along t (keeps h finite for a zero tangent)
+
+
+class _Evaluator:
+    """Evaluates f at perturbed points for one kernel: into scratch buffers for an in-place f (two,
+    since a central difference needs both sides at once), and forms the difference quotients."""
+
+    def __init__(self, backend: AutoFiniteDiff, problem: Problem) -> None:
+        self.problem = problem
+        self.ops = problem.ops
+        self.method = backend.method
+        self.needs_fx = backend.method in ("forward", "backward")
+        if problem.inplace:
+            y_shape, y_dtype = problem.y_spec
+            if backend.method == "complex":
+                y_dtype = self.ops.complex_dtype(y_dtype)
+            self.scratch = (self.ops.zeros(y_shape, y_dtype, problem.y), self.ops.zeros(y_shape, y_dtype, problem.y))
+        else:
+            self.scratch = (None, None)
+        # complex steps need complex scratch: Cache contents do not matter, so the evaluations at
+        # complex points get complex caches of our own instead of the (real) ones passed in
+        self.complex_caches = {}
+        if backend.method == "complex":
+            for i, c in enumerate(problem.contexts):
+                if isinstance(c, Cache) and self.ops.is_native(c.value) and self.ops.is_floating(dtype_of(c.value)):
+                    dtype = self.ops.complex_dtype(dtype_of(c.value))
+                    self.complex_caches[i] = self.ops.zeros(shape_of(c.value), dtype, c.value)
+
+    def shifted_contexts(self, cv: tuple) -> tuple:
+        """The context values to evaluate f with at perturbed points."""
+        if not self.complex_caches:
+            return cv
+        return tuple(self.complex_caches.get(i, v) for i, v in enumerate(cv))
+
+    def at_point(self, x: Any, cv: tuple, y: Any, full: bool) -> Any:
+        """f(x) when the method or the caller needs it (written into y for an in-place f)."""
+        if self.needs_fx or full:
+            return self.problem.evaluate(x, cv, y)
+        return None
+
+    def finish(self, x: Any, cv: tuple, y: Any, fx: Any) -> None:
+        """An in-place f must leave f(x) in y after every call."""
+        if y is not None and fx is None:
+            self.problem.evaluate(x, cv, y)
+
+    def _value(self, point: Any, cv: tuple, side: int, restore: tuple | None) -> Any:
+        buf = self.scratch[0 if side > 0 else 1]
+        value = self.problem.evaluate(point, cv, buf)
+        if restore is not None:
+            flat, i, original = restore
+            if buf is None and self.ops.shares_memory(value, point):
+                value = self.ops.copy(value)  # f returned a view of the work array we keep mutating
+            flat[i] = original
+        return value
+
+    def quotient(self, method: str, at: Any, fx: Any, step: Any, cv: tuple, restore: tuple | None = None) -> Any:
+        """The difference quotient of `method`, where `at(s)` is the point perturbed by `s` steps."""
+        if method == "complex":
+            return self.ops.imag(self._value(at(1), cv, 1, restore)) / step
+        if method == "central":
+            up = self._value(at(1), cv, 1, restore)
+            return (up - self._value(at(-1), cv, -1, restore)) / step
+        if method == "forward":
+            return (self._value(at(1), cv, 1, restore) - fx) / step
+        return (fx - self._value(at(-1), cv, -1, restore)) / step

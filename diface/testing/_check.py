@@ -1,0 +1,199 @@
+"""Checking one backend on one scenario and operator: every variant, each call twice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import _operators as ops
+from .._contexts import Constant
+from .._prep import OPERATORS
+from ._scenarios import Scenario
+
+__all__ = ["Failure", "check_operator", "tolerances"]
+
+#: operators whose results are second derivatives (looser tolerance for finite differences)
+SECOND_ORDER = ("hessian", "hvp", "second_derivative")
+
+
+@dataclass
+class Failure:
+    """One disagreement: where it happened, what was expected and what came back."""
+
+    backend: str
+    scenario: str
+    operator: str
+    variant: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.backend} | {self.scenario} | {self.operator} [{self.variant}]: {self.message}"
+
+
+def tolerances(backend: Any, operator: str) -> tuple[float, float]:
+    """(rtol, atol) for comparing `backend`'s results with the analytic ones: 300 * eps ** a for
+    results accurate to eps ** a (a = 1 for exact engines; see AutoFiniteDiff for differences)."""
+    accuracy = float(backend.accuracy_exponent)
+    if operator in SECOND_ORDER:
+        outer, inner = backend.second_order_backends()
+        accuracy = float(outer.as_outer_of(inner).accuracy_exponent)
+    tol = max(1e-9, 300 * float(np.finfo(np.float64).eps) ** accuracy)
+    return tol, tol
+
+
+def _tangents(scenario: Scenario, operator: str, seed: int, batch: int | None) -> Any:
+    spec = OPERATORS[operator]
+    if spec.extra is None:
+        return None
+    shape = scenario.x_shape if spec.extra == "tx" else scenario.y_shape
+    rng = np.random.default_rng(seed)
+    ts = tuple(rng.standard_normal(shape) if shape else rng.standard_normal() for _ in range(batch or 1))
+    return ts if batch else ts[0]
+
+
+def _snapshot(a: Any) -> Any:
+    if isinstance(a, tuple):
+        return tuple(_snapshot(v) for v in a)
+    return np.array(a, copy=True)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
+    return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+def _compare(got: Any, want: Any, rtol: float, atol: float) -> str | None:
+    if isinstance(want, tuple):
+        if not isinstance(got, tuple) or len(got) != len(want):
+            return f"expected a tuple of {len(want)} results, got {type(got).__name__}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            problem = _compare(g, w, rtol, atol)
+            if problem:
+                return f"[{i}] {problem}"
+        return None
+    if not isinstance(got, (np.ndarray, np.generic, float)):
+        return f"expected a NumPy result, got {type(got).__name__}"
+    got = np.asarray(got)
+    want = np.asarray(want)
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    if not np.allclose(got, want, rtol=rtol, atol=atol):
+        err = np.max(np.abs(got - want))
+        return (
+            f"max abs error {err:.3g} (rtol {rtol:g}, atol {atol:g}); "
+            f"got {got.ravel()[:6]}, expected {want.ravel()[:6]}"
+        )
+    return None
+
+
+def _garbage_like(a: Any) -> Any:
+    if isinstance(a, tuple):
+        return tuple(_garbage_like(v) for v in a)
+    return np.full(np.shape(a), np.nan)
+
+
+def check_operator(
+    backend: Any, scenario: Scenario, operator: str, *, rtol: float | None = None, atol: float | None = None
+) -> list[Failure]:
+    """Run every variant of `operator` on `scenario` with `backend`: plain and full, with and without
+    `out=`, unprepared and prepared at the scenario's other point (through `di.op(..., prep=)` and
+    through the prep's own methods), single and batched tangents; each call made twice. Checks the
+    results against the analytic references, that `out=` buffers are the ones returned, that inputs,
+    tangents and Constant contexts are left intact, and that an in-place function leaves f(x) in y.
+    """
+    default_rtol, default_atol = tolerances(backend, operator)
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol if atol is None else atol
+    spec = OPERATORS[operator]
+    f = scenario.bind(backend.array_namespace())
+    plain = getattr(ops, operator)
+    full = getattr(ops, spec.full_name)
+    prepare = getattr(ops, f"prepare_{operator}")
+    failures: list[Failure] = []
+    value = scenario.value()
+
+    def fail(variant: str, message: str) -> None:
+        failures.append(Failure(repr(backend), scenario.name, operator, variant, message))
+
+    for batch in (None, 2) if spec.extra else (None,):
+        tangents = _tangents(scenario, operator, 1, batch)
+        prep_tangents = _tangents(scenario, operator, 2, batch)
+        expected = scenario.expected(operator, tangents=tangents if batch else (tangents,) if spec.extra else ())
+        if spec.extra and not batch:  # single tangent: unwrap the last result
+            expected = (*expected[:-1], expected[-1][0])
+        extra = () if spec.extra is None else (tangents,)
+        for prepared in (False, True):
+            prep = None
+            if prepared:
+                prep_y = np.zeros(scenario.y_shape) if scenario.inplace else None
+                prep_extra = () if spec.extra is None else (prep_tangents,)
+                try:
+                    prep = prepare(
+                        f, backend, scenario.prep_x, *prep_extra, *scenario.make_contexts(prep=True), y=prep_y
+                    )
+                except Exception as e:
+                    fail(f"prepare, batch={batch}", f"{type(e).__name__}: {e}")
+                    continue
+            for is_full in (False, True):
+                for with_out in (False, True):
+                    for repeat in (1, 2):
+                        variant = (
+                            f"{spec.full_name if is_full else operator}, "
+                            f"{'prepared' if prepared else 'unprepared'}"
+                            f"{', via prep method' if prepared and repeat == 2 else ''}"
+                            f"{', out=' if with_out else ''}{f', {batch} tangents' if batch else ''}, call {repeat}"
+                        )
+                        want = expected if is_full else expected[-1:]
+                        out = None
+                        if with_out:
+                            out = _garbage_like(want if len(want) > 1 else want[0])
+                        contexts = scenario.make_contexts()
+                        constants = _snapshot(tuple(c.value for c in contexts if isinstance(c, Constant)))
+                        x = np.array(scenario.x, copy=True) if np.ndim(scenario.x) else scenario.x
+                        inputs = _snapshot((x, *extra))
+                        y = np.full(scenario.y_shape, np.nan) if scenario.inplace else None
+                        kwargs: dict[str, Any] = {"out": out}
+                        if scenario.inplace:
+                            kwargs["y"] = y
+                        try:
+                            if prepared and repeat == 2:
+                                method = getattr(prep, spec.full_name if is_full else operator)
+                                result = method(x, *extra, *contexts, **kwargs)
+                            else:
+                                result = (full if is_full else plain)(
+                                    f, backend, x, *extra, *contexts, prep=prep, **kwargs
+                                )
+                        except Exception as e:
+                            fail(variant, f"raised {type(e).__name__}: {e}")
+                            continue
+                        got = result if is_full else (result,)
+                        if is_full and spec.value_first:
+                            problem = _compare(got[0], value, rtol, atol)
+                            if problem:
+                                fail(variant, f"value: {problem}")
+                            got = got[1:]
+                        problem = _compare(tuple(got), tuple(want), rtol, atol)
+                        if problem:
+                            fail(variant, problem)
+                        if with_out:
+                            buffers = out if len(want) > 1 else (out,)
+                            if not all(_identical(g, b) for g, b in zip(got, buffers)):
+                                fail(variant, "the results returned are not the out= buffers")
+                        if not _same(_snapshot((x, *extra)), inputs):
+                            fail(variant, "x or a tangent was modified")
+                        if not _same(_snapshot(tuple(c.value for c in contexts if isinstance(c, Constant))), constants):
+                            fail(variant, "a Constant context was modified")
+                        if y is not None:
+                            problem = _compare(y, value, rtol, atol)
+                            if problem:
+                                fail(variant, f"y after the call: {problem}")
+    return failures
+
+
+def _identical(got: Any, buf: Any) -> bool:
+    if isinstance(buf, tuple):
+        return isinstance(got, tuple) and all(g is b for g, b in zip(got, buf))
+    return got is buf
