@@ -169,7 +169,13 @@ class Prep:
         lines = [
             f"{name}: the call does not match its preparation (strict mode checks f, the backend, and the "
             "array type, dtype and shape of every argument):",
-            f"  {'f':<22} {'matches' if f_ok else 'differs: another function than at preparation'}",
+            f"  {'f':<22} "
+            + (
+                "matches"
+                if f_ok
+                else "differs: another function than at preparation (a preparation is bound to its f; "
+                "to vary data between calls, pass it as di.Constant(data) instead of a new closure)"
+            ),
             f"  {'backend':<22} " + ("matches" if backend_ok else f"differs: prepared for {self.backend!r}"),
         ]
         labels, values = _labelled(self.op, x, extra, contexts, y)
@@ -250,6 +256,8 @@ class Prep:
                 f"{name}: {ops.name} arrays are immutable and cannot be out= buffers; drop out= and use the "
                 "returned result"
             )
+        if isinstance(buf, np.ndarray) and not buf.flags.writeable:
+            raise NotSupportedError(f"{name}: the out= buffer is a read-only NumPy array")
         if tuple(buf.shape) != shape:
             raise ShapeError(f"{name}: out= buffer has shape {tuple(buf.shape)}, the result has shape {shape}")
         if buf.dtype != self.user_dtype:
@@ -387,8 +395,8 @@ def prepare(
     if y is not None:
         if not (ops.is_native(y) or isinstance(y, np.ndarray)) or isinstance(y, np.generic):
             raise ArgumentError(f"{where}: y= must be an array that f writes into, got {_kind(y)}")
-        if not ops.mutable:
-            raise NotSupportedError(f"{where}: {ops.name} arrays are immutable, so f cannot write into y")
+        if not ops.mutable or (isinstance(y, np.ndarray) and not y.flags.writeable):
+            raise NotSupportedError(f"{where}: y= is immutable ({_kind(y)}), so f cannot write into it")
         yn = y if ops.is_native(y) else ops.asarray(y, like=xn)
     native_contexts = tuple(
         c.with_value(ops.asarray(c.value, like=xn)) if ops is not NUMPY and isinstance(c.value, np.ndarray) else c

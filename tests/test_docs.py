@@ -1,0 +1,47 @@
+"""Every Python code block of the README and docs/ runs (blocks of one page share a namespace)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_code_blocks_run(page):
+    blocks = BLOCK.findall(page.read_text())
+    module = types.ModuleType(f"docs_{page.stem.replace('-', '_')}")  # a real module, for dataclasses
+    sys.modules[module.__name__] = module
+    try:
+        for i, code in enumerate(blocks):
+            try:
+                exec(compile(code, f"{page.name}[block {i + 1}]", "exec"), module.__dict__)
+            except Exception as e:
+                raise AssertionError(f"{page.name}, code block {i + 1} failed: {type(e).__name__}: {e}") from e
+    finally:
+        del sys.modules[module.__name__]
+
+
+def test_every_page_has_code():
+    for page in PAGES:
+        if page.name != "README.md":
+            assert BLOCK.search(page.read_text()), f"{page.name} has no runnable example"
+
+
+def test_ci_runs_the_readme_test_command():
+    """.ci/run extracts the README's test command and runs it verbatim."""
+    readme = (ROOT / "README.md").read_text()
+    commands = [line for line in readme.splitlines() if line.endswith("&& python -m pytest")]
+    assert len(commands) == 1
+    extracted = subprocess.run(
+        ["bash", str(ROOT / ".ci" / "run"), "--print-command"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert extracted == commands[0]
