@@ -167,3 +167,22 @@ def test_jax_arrays_stay_jax():
     np.testing.assert_allclose(np.asarray(hess), np.diag([6.0, 12.0, 18.0]), rtol=2e-3, atol=5e-3)
     with pytest.raises(di.NotSupportedError, match="immutable"):
         di.gradient(lambda x: jnp.sum(x**2), b, x, out=jnp.zeros(3))
+
+
+def test_same_point_one_sided_differences_evaluate_f_once_per_tangent():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x**2
+
+    x = np.array([1.0, 2.0])
+    prep = di.prepare_pushforward_same_point(f, di.AutoFiniteDiff("forward"), x, x)
+    calls.clear()
+    ty = prep.pushforward(x, np.array([1.0, 0.0]))
+    np.testing.assert_allclose(ty, [2.0, 0.0], atol=1e-6)
+    assert len(calls) == 1
+    y, ty = prep.value_and_pushforward(x, np.array([0.0, 1.0]))
+    np.testing.assert_allclose(y, x**2)
+    y[0] = 99.0  # the value handed out is a copy, not the preparation's own
+    np.testing.assert_allclose(prep.value_and_pushforward(x, x)[0], x**2)

@@ -123,9 +123,13 @@ class AutoFiniteDiff(Backend):
         return ops
 
     # -- pushforward: difference quotients along each tangent ----------------------------------------
-    def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
+    def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
+        # one-sided differences need f(x): at a fixed point it is computed once, here
+        return self.prepare_pushforward(problem, tangents, same_point=True)
+
+    def prepare_pushforward(self, problem: Problem, tangents: tuple, same_point: bool = False) -> Kernel:
         ops, method = problem.ops, self.method
-        evaluate = _Evaluator(self, problem)
+        evaluate = _Evaluator(self, problem, same_point)
         factor = self.step_factor(ops.eps(problem.x_dtype))
         x_dtype = problem.x_dtype
 
@@ -207,11 +211,15 @@ class _Evaluator:
     """Evaluates f at perturbed points for one kernel: into scratch buffers for an in-place f (two,
     since a central difference needs both sides at once), and forms the difference quotients."""
 
-    def __init__(self, backend: AutoFiniteDiff, problem: Problem) -> None:
+    def __init__(self, backend: AutoFiniteDiff, problem: Problem, same_point: bool = False) -> None:
         self.problem = problem
         self.ops = problem.ops
         self.method = backend.method
         self.needs_fx = backend.method in ("forward", "backward")
+        self.fx = None  # f at the point of a same-point preparation
+        if same_point and self.needs_fx:
+            y = None if problem.y is None else self.ops.copy(problem.y)
+            self.fx = self.ops.copy(problem.evaluate(problem.x, problem.context_values, y))
         if problem.inplace:
             y_shape, y_dtype = problem.y_spec
             if backend.method == "complex":
@@ -236,6 +244,11 @@ class _Evaluator:
 
     def at_point(self, x: Any, cv: tuple, y: Any, full: bool) -> Any:
         """f(x) when the method or the caller needs it (written into y for an in-place f)."""
+        if self.fx is not None:  # same point: a fresh copy of the value computed at preparation
+            if y is None:
+                return self.ops.copy(self.fx)
+            self.ops.copyto(y, self.fx)
+            return y
         if self.needs_fx or full:
             return self.problem.evaluate(x, cv, y)
         return None
