@@ -13,30 +13,9 @@ import numpy as np
 
 import diface as di
 from diface._tour import format_table
+from diface.testing import _reference as ref
 
 N = 10
-A = np.random.default_rng(1).standard_normal((N, N)) / np.sqrt(N)
-
-
-def f(x):
-    return np.sum(np.exp(np.sin(x)) * x)
-
-
-def grad_f(x):
-    return np.exp(np.sin(x)) * (1 + x * np.cos(x))
-
-
-def hess_f(x):
-    e, c, s = np.exp(np.sin(x)), np.cos(x), np.sin(x)
-    return np.diag(e * c * (1 + x * c) + e * (c - x * s))
-
-
-def g(x):
-    return np.tanh(A.astype(x.dtype) @ x) + x**3
-
-
-def jac_g(x):
-    return (1 - np.tanh(A @ x) ** 2)[:, None] * A + np.diag(3 * x**2)
 
 
 def rel(d, exact):
@@ -50,14 +29,14 @@ def measure() -> list[list[str]]:
         x = x64.astype(dtype)
         for method in ("forward", "backward", "central", "complex"):
             b = di.AutoFiniteDiff(method)
-            hess = di.hessian(f, b, x)
+            hess = di.hessian(ref.exp_sin, b, x)
             rows.append(
                 [
                     np.dtype(dtype).name,
                     method,
-                    f"{rel(di.gradient(f, b, x), grad_f(x64)):.1e}",
-                    f"{rel(di.jacobian(g, b, x), jac_g(x64)):.1e}",
-                    f"{rel(hess, hess_f(x64)):.1e}",
+                    f"{rel(di.gradient(ref.exp_sin, b, x), ref.exp_sin_gradient(x64)):.1e}",
+                    f"{rel(di.jacobian(ref.tanh_cubic, b, x), ref.tanh_cubic_jacobian(x64)):.1e}",
+                    f"{rel(hess, ref.exp_sin_hessian(x64)):.1e}",
                 ]
             )
     return rows

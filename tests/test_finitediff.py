@@ -8,26 +8,10 @@ import numpy as np
 import pytest
 
 import diface as di
+from diface.testing import _reference as ref
 
 N = 10
-A = np.random.default_rng(1).standard_normal((N, N)) / np.sqrt(N)
 X = np.random.default_rng(2).uniform(-1.5, 1.5, N)
-
-
-def f(x):
-    return np.sum(np.exp(np.sin(x)) * x)
-
-
-def grad_f(x):
-    return np.exp(np.sin(x)) * (1 + x * np.cos(x))
-
-
-def g(x):
-    return np.tanh(A.astype(x.dtype) @ x) + x**3
-
-
-def jac_g(x):
-    return (1 - np.tanh(A @ x) ** 2)[:, None] * A + np.diag(3 * x**2)
 
 
 def rel(d, exact):
@@ -51,10 +35,10 @@ BOUNDS = {
 def test_accuracy_per_method_and_dtype(dtype, method):
     b = di.AutoFiniteDiff(method)
     x = X.astype(dtype)
-    grad, jac = di.gradient(f, b, x), di.jacobian(g, b, x)
+    grad, jac = di.gradient(ref.exp_sin, b, x), di.jacobian(ref.tanh_cubic, b, x)
     assert grad.dtype == dtype and jac.dtype == dtype  # float32 stays float32
-    assert rel(grad, grad_f(X)) < BOUNDS[dtype, method]
-    assert rel(jac, jac_g(X)) < BOUNDS[dtype, method]
+    assert rel(grad, ref.exp_sin_gradient(X)) < BOUNDS[dtype, method]
+    assert rel(jac, ref.tanh_cubic_jacobian(X)) < BOUNDS[dtype, method]
 
 
 # smooth functions for the second-order accuracy requirement (about 1e-5 relative)
@@ -86,7 +70,7 @@ def logsumexp_hessian(x):
     [
         (rosenbrock, rosenbrock_hessian, np.linspace(-1.2, 1.1, 8)),
         (logsumexp, logsumexp_hessian, np.linspace(-2.0, 2.0, 6)),
-        (f, lambda x: np.diag(np.exp(np.sin(x)) * (np.cos(x) * (1 + x * np.cos(x)) + np.cos(x) - x * np.sin(x))), X),
+        (ref.exp_sin, ref.exp_sin_hessian, X),
     ],
 )
 def test_second_order_accuracy(fn, hess, x):
