@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 from toy_backends import ReverseOnly
@@ -9,10 +11,12 @@ from toy_backends import ReverseOnly
 import diface as di
 
 FD = di.AutoFiniteDiff
+HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
 def first_order_backends() -> list:
-    return [FD(), FD("forward"), FD("backward"), FD("complex"), ReverseOnly()]
+    torch_backends = [di.AutoTorch(), di.AutoTorch("forward")] if HAS_TORCH else []
+    return [FD(), FD("forward"), FD("backward"), FD("complex"), ReverseOnly(), *torch_backends]
 
 
 def second_order_backends() -> list:
@@ -24,6 +28,7 @@ def second_order_backends() -> list:
         di.SecondOrder(FD(), ReverseOnly()),  # forward over reverse
         di.SecondOrder(ReverseOnly(), FD()),  # reverse over forward
         ReverseOnly(),  # reverse over reverse
+        *([di.AutoTorch()] if HAS_TORCH else []),  # reverse over reverse (tests/test_torch.py has the others)
     ]
 
 

@@ -306,6 +306,7 @@ class _Function:
         self.caches = tuple(isinstance(c, Cache) for c in problem.contexts)
         self.y_dtype = framework_ops("torch").result_type(problem.y_spec[1])
         self.tensor = torch.Tensor
+        _forward_ad()  # loaded before any forward-mode work (torch.func's included)
 
     def __call__(self, x: Any, cv: tuple, y: Any) -> Any:
         """f at x (a leaf, a dual tensor, ...), returning its output (the alias of y it wrote into).
@@ -348,17 +349,26 @@ class _Function:
         return leaf, self(leaf, cv, y)
 
     def dual(self, x: Any, t: Any, cv: tuple, y: Any) -> tuple[Any, Any]:
-        """(value, tangent) of f at x along t, through dual tensors."""
+        """(value, tangent) of f at x along t, through dual tensors (with autograd off: no graph is
+        recorded, not even through tensors f closes over that require grad)."""
         fwad = _forward_ad()
-        with fwad.dual_level():
+        with _torch().no_grad(), fwad.dual_level():
             out = self(fwad.make_dual(x.detach(), t), cv, y)
             value, tangent = fwad.unpack_dual(out)
         return value, _zeros_if_none(tangent, value)
 
 
+@functools.cache
 def _forward_ad() -> Any:
+    """`torch.autograd.forward_ad`, ready: the first dual tensor of a process imports torch's jvp
+    decompositions, which warn that `torch.jit.script` is deprecated (torch's concern, not the user's)."""
+    import torch
     import torch.autograd.forward_ad as fwad
 
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
+        with fwad.dual_level():
+            fwad.make_dual(torch.zeros(()), torch.zeros(()))
     return fwad
 
 
@@ -434,7 +444,8 @@ class _JvpProducts(_Products):
         x, cv, _ = state
         func = _torch().func
         pure = self.fn.pure(cv)
-        values, tangents = func.vmap(lambda v: func.jvp(pure, (x,), (v,)))(vs)
+        with _torch().no_grad():
+            values, tangents = func.vmap(lambda v: func.jvp(pure, (x,), (v,)))(vs)
         return values[0], tangents
 
 
@@ -903,7 +914,8 @@ class _ForwardOverReverseProducts(_Products):
         x, cv = state
         func = _torch().func
         gradient_and_value = func.grad_and_value(self.fn.pure(cv))
-        (g, value), (hv, _) = func.vmap(lambda v: func.jvp(gradient_and_value, (x,), (v,)))(vs)
+        with _torch().no_grad():  # torch.func transforms ignore it; it keeps tensors f closes over out
+            (g, value), (hv, _) = func.vmap(lambda v: func.jvp(gradient_and_value, (x,), (v,)))(vs)
         return (value[0], g[0]), hv
 
 
@@ -952,7 +964,8 @@ class _ReverseOverForwardProducts(_Products):
         func = _torch().func
         pure = self.fn.pure(cv)
         hvp = lambda v: func.grad(lambda x: func.jvp(pure, (x,), (v,))[1])(x)
-        return None, func.vmap(hvp)(vs)
+        with _torch().no_grad():
+            return None, func.vmap(hvp)(vs)
 
 
 class _ForwardOverForward(_Plan):
@@ -972,7 +985,8 @@ class _ForwardOverForward(_Plan):
         pure = self.fn.pure(cv)
         one = _torch().ones_like(x)
         derivative = lambda x: func.jvp(pure, (x,), (one,))
-        (value, d), (_, d2) = func.jvp(derivative, (x,), (one,))
+        with _torch().no_grad():
+            (value, d), (_, d2) = func.jvp(derivative, (x,), (one,))
         return value, d, d2
 
 
@@ -1005,6 +1019,10 @@ class _ForwardOverForwardProducts(_Products):
         return value_and_gradient
 
     def one(self, state: Any, v: Any) -> tuple[Any, Any]:
+        with _torch().no_grad():
+            return self._one(state, v)
+
+    def _one(self, state: Any, v: Any) -> tuple[Any, Any]:
         x, cv = state
         func = _torch().func
         pure = self.fn.pure(cv)
@@ -1023,7 +1041,8 @@ class _ForwardOverForwardProducts(_Products):
         x, cv = state
         func = _torch().func
         value_and_gradient = self._value_and_gradient(self.fn.pure(cv), True)
-        (value, g), (_, hv) = func.vmap(lambda v: func.jvp(value_and_gradient, (x,), (v,)))(vs)
+        with _torch().no_grad():
+            (value, g), (_, hv) = func.vmap(lambda v: func.jvp(value_and_gradient, (x,), (v,)))(vs)
         return (value[0], g[0]), hv
 
 
