@@ -414,7 +414,8 @@ class _VjpProducts(_Products):
         self.create = create
 
         def single(out: Any, leaf: Any, v: Any) -> Any:
-            return torch.autograd.grad(out, leaf, v, retain_graph=True, create_graph=create)[0]
+            g = torch.autograd.grad(out, leaf, v, retain_graph=True, create_graph=create, allow_unused=True)[0]
+            return torch.zeros_like(leaf) if g is None else g
 
         self._batched = torch.func.vmap(single, in_dims=(None, None, 0))
 
@@ -806,10 +807,11 @@ class _Plan(abc.ABC):
         return hessian_kernel
 
     def second_derivative_kernel(self) -> Kernel:
-        y_shape = self.problem.y_spec[0]
-        # bases of the output space, for pullbacks of y (its dtype) and of dy/dx (x's dtype)
-        self.y_basis = _Basis(y_shape, _torch_y_dtype(self.problem), self.problem.x.device)
-        self.d_basis = _Basis(y_shape, self.problem.x_dtype, self.problem.x.device)
+        problem = self.problem
+        y_shape, device = problem.y_spec[0], problem.x.device
+        # pullbacks of the output basis: of y (in its dtype) and of dy/dx (in x's dtype)
+        self.y_pullbacks = _Pullbacks(y_shape, _torch_y_dtype(problem), device, **self.y_pullback_options)
+        self.d_pullbacks = _Pullbacks(y_shape, problem.x_dtype, device)
 
         def second_derivative_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
             with _grad_mode():
@@ -817,25 +819,37 @@ class _Plan(abc.ABC):
 
         return second_derivative_kernel
 
-    # -- helpers ---------------------------------------------------------------------------------------
+    #: how `second_derivative` pulls back y (`create`: keep a graph of the result; `loop`: no vmap)
+    y_pullback_options: ClassVar[dict[str, bool]] = {}
+
     def _value_and_zero_gradient(self, x: Any, cv: tuple) -> tuple[Any, Any]:
         """For an empty x, where no product was computed."""
         torch = _torch()
         with torch.no_grad():
             return self.fn(x, cv, None), torch.zeros_like(x)
 
-    def _derivative_of(self, out: Any, leaf: Any, basis: _Basis, create: bool = False, loop: bool = False) -> Any:
-        """d out / d leaf for a scalar leaf, shaped like out: pullbacks of the output basis."""
+
+class _Pullbacks:
+    """d out / d leaf for a scalar leaf, shaped like out (of a fixed shape): the pullbacks of the output
+    basis, vmapped for 16 outputs or more unless `loop`."""
+
+    def __init__(self, shape: tuple, dtype: Any, device: Any, create: bool = False, loop: bool = False) -> None:
+        self.basis = _Basis(shape, dtype, device)
+        self.batching = _Batching(_VjpProducts(create), single_use=True)
+        if loop:
+            self.batching.together = False
+
+    def __call__(self, out: Any, leaf: Any) -> Any:
+        basis = self.basis
         if basis.n == 0:
             return _torch().zeros(basis.shape, dtype=leaf.dtype, device=leaf.device)
-        batching = _Batching(_VjpProducts(create), single_use=True)
-        if loop:
-            batching.together = False
-        return _sweep(batching, (out, leaf), basis)[1].reshape(basis.shape)
+        return _sweep(self.batching, (out, leaf), basis)[1].reshape(basis.shape)
 
 
 class _ReverseOverReverse(_Plan):
     """Double backward: the gradient with `create_graph=True`, then its pullbacks."""
+
+    y_pullback_options: ClassVar[dict[str, bool]] = {"create": True}
 
     def products(self) -> _Products:
         return _VjpProducts()
@@ -868,8 +882,8 @@ class _ReverseOverReverse(_Plan):
 
     def second_derivative(self, x: Any, cv: tuple) -> tuple[Any, Any, Any]:
         leaf, out = self.fn.record(x, cv, None)
-        d = self._derivative_of(out, leaf, self.y_basis, create=True)
-        return out.detach(), d.detach(), self._derivative_of(d, leaf, self.d_basis)
+        d = self.y_pullbacks(out, leaf)
+        return out.detach(), d.detach(), self.d_pullbacks(d, leaf)
 
 
 class _ForwardOverReverse(_Plan):
@@ -877,6 +891,7 @@ class _ForwardOverReverse(_Plan):
     through vmap over `torch.func.jvp(torch.func.grad_and_value(f))`."""
 
     outer_reverse = False
+    y_pullback_options: ClassVar[dict[str, bool]] = {"loop": True}  # pullbacks of dual tensors: no vmap
 
     def products(self) -> _Products:
         return _ForwardOverReverseProducts(self.fn)
@@ -889,7 +904,7 @@ class _ForwardOverReverse(_Plan):
         with fwad.dual_level():
             leaf = x.detach().requires_grad_()
             out = self.fn(fwad.make_dual(leaf, _torch().ones_like(x)), cv, None)
-            d = self._derivative_of(out, leaf, self.y_basis, loop=True)  # vmap does not see dual tensors
+            d = self.y_pullbacks(out, leaf)
             value = fwad.unpack_dual(out).primal
             d, d2 = fwad.unpack_dual(d)
         return value.detach(), d.detach(), _zeros_if_none(d2, d).detach()
@@ -941,7 +956,7 @@ class _ReverseOverForward(_Plan):
             out = self.fn(fwad.make_dual(leaf, _torch().ones_like(x)), cv, None)
             value, d = fwad.unpack_dual(out)
         d = _zeros_if_none(d, value)
-        return value.detach(), d.detach(), self._derivative_of(d, leaf, self.d_basis)
+        return value.detach(), d.detach(), self.d_pullbacks(d, leaf)
 
 
 class _ReverseOverForwardProducts(_Products):
