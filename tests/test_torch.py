@@ -70,6 +70,31 @@ def test_both_batching_strategies(monkeypatch, strategy, backend):
                 assert not failures, "\n".join(map(str, failures))
 
 
+@pytest.mark.parametrize("strategy", ["loop", "vmap"])
+def test_sweeps_in_chunks_with_seeds_made_per_call(monkeypatch, strategy):
+    """Bases larger than a chunk are swept chunk by chunk, and bases too large to keep an identity for
+    build their seeds per call (shrunk here to sizes a test can afford)."""
+    monkeypatch.setattr(torch_backend, "_FORCE_BATCHING", strategy)
+    monkeypatch.setattr(torch_backend, "_BASIS_CHUNK", 3)
+    monkeypatch.setattr(torch_backend, "_CACHED_SEEDS_UP_TO", 4)
+    x = torch.linspace(-1.0, 1.5, 7, dtype=torch.float64)
+    for backend in (REVERSE, FORWARD, *COMBINATIONS[:4]):
+        if not isinstance(backend, di.SecondOrder):
+            assert torch.allclose(di.prepare_jacobian(torch.sin, backend, x)(x), torch.diag(torch.cos(x)))
+        hessian = di.prepare_hessian(lambda x: torch.sum(x**3), backend, x)
+        assert torch.allclose(hessian(x), torch.diag(6 * x))
+
+
+def test_empty_inputs_and_outputs():
+    empty = torch.zeros(0, dtype=torch.float64)
+    for backend in (REVERSE, FORWARD):
+        value, jac = di.value_and_jacobian(lambda x: torch.cat([x, torch.ones(2, dtype=x.dtype)]), backend, empty)
+        assert torch.equal(value, torch.ones(2, dtype=torch.float64)) and jac.shape == (2, 0)
+        value, g, h = di.value_gradient_and_hessian(lambda x: torch.sum(x) + 1.0, backend, empty)
+        assert float(value) == 1.0 and g.shape == (0,) and h.shape == (0, 0)
+        assert di.jacobian(lambda x: x[:0], backend, torch.ones(3, dtype=torch.float64)).shape == (0, 3)
+
+
 # -- arrays: no copies in, the right type and dtype out ------------------------------------------------
 def _sum_cubes(x):
     return torch.sum(x**3)
