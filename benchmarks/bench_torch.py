@@ -9,6 +9,7 @@ call (tensor in, tensor out, strict checks on):
 - hessian (Rosenbrock, n = 100) <= 1.0 x `torch.func.hessian`.
 
 The other rows are for information: diface with strict=False or NumPy input and output, forward mode,
+the vectorized `torch.autograd.functional` calls (for the Hessian, the same double backward as diface's),
 and `torch.func.grad` against `torch.autograd.grad`. Torch runs on one thread (the machine is shared).
 
     python benchmarks/bench_torch.py [--repeat 3] [--rounds 15]
@@ -86,10 +87,23 @@ def rows() -> list[Row]:
         torch.func.jacfwd(dense_map),
         torch.func.hessian(rosenbrock),
     )
+    functional = torch.autograd.functional
     out += [
         Row("jacobian, dense 100->100", lambda: reverse.jacobian(x), "jacrev", lambda: jacrev(x), 1.0),
+        Row(
+            "  same, against torch.autograd.functional",
+            lambda: reverse.jacobian(x),
+            "functional.jacobian",
+            lambda: functional.jacobian(dense_map, x, vectorize=True),
+        ),
         Row("  AutoTorch('forward')", lambda: forward.jacobian(x), "jacfwd", lambda: jacfwd(x)),
         Row("hessian, Rosenbrock n=100", lambda: hessian.hessian(x), "hessian", lambda: func_hessian(x), 1.0),
+        Row(
+            "  same, against torch.autograd.functional",
+            lambda: hessian.hessian(x),
+            "functional.hessian",
+            lambda: functional.hessian(rosenbrock, x, vectorize=True),
+        ),
     ]
     return out
 
