@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import diface as di
+from diface._prep import OPERATORS
 from diface.testing import default_scenarios
 from diface.testing._check import SECOND_ORDER, check_operator
 
@@ -195,6 +196,39 @@ def test_prepared_calls_at_different_points_are_independent(backend, op, numpy_i
         want = want[0] if isinstance(want, tuple) else want
         assert np.allclose(np.asarray(r), want, rtol=1e-10, atol=1e-12)
     assert np.array_equal(np.asarray(results[0]), first)  # the second call left the first result alone
+
+
+SAME_POINT_CASES = [
+    pytest.param(b, s, op, id=f"{b!r}-{s.name}-{op}")
+    for b in (REVERSE, FORWARD)
+    for s in SCENARIOS.values()
+    for op in ("pushforward", "pullback", "hvp")
+    if op in s.operators()
+]
+
+
+@pytest.mark.parametrize(("backend", "scenario", "op"), SAME_POINT_CASES)
+def test_same_point_preparations_on_every_scenario(backend, scenario, op):
+    """Same-point preparations keep work from the preparation (a traced linearization, a recorded
+    graph); calls at that point, with one tangent or several, plain or full, twice, stay right."""
+    f = scenario.bind(torch)
+    shape = scenario.y_shape if op == "pullback" else scenario.x_shape
+    rng = np.random.default_rng(5)
+    tangents = tuple(rng.standard_normal(shape) if shape else rng.standard_normal() for _ in range(2))
+    y = (lambda: np.full(scenario.y_shape, np.nan)) if scenario.inplace else (lambda: None)
+    kw = lambda: {} if y() is None else {"y": y()}
+    x = np.array(scenario.x, copy=True) if np.ndim(scenario.x) else scenario.x
+    for batch in (tangents[:1], tangents):
+        extra = batch if len(batch) > 1 else batch[0]
+        prep = getattr(di, f"prepare_{op}_same_point")(f, backend, x, extra, *scenario.make_contexts(), **kw())
+        want = scenario.expected(op, tangents=batch)[-1]
+        for _ in range(2):
+            got = getattr(prep, op)(x, extra, *scenario.make_contexts(), **kw())
+            got = got if len(batch) > 1 else (got,)
+            assert all(np.allclose(g, w, rtol=1e-10, atol=1e-12) for g, w in zip(got, want))
+            full = getattr(prep, OPERATORS[op].full_name)(x, extra, *scenario.make_contexts(), **kw())
+            first = scenario.value() if op != "hvp" else scenario.expected("gradient")[0]
+            assert np.allclose(full[0], first, rtol=1e-10, atol=1e-12)
 
 
 def test_same_point_preparations_keep_the_graph_and_return_fresh_results():

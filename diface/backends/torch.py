@@ -12,6 +12,9 @@ pushforwards are always forward mode and pullbacks always reverse mode):
 | derivative | pullbacks of the output basis | one pushforward with seed 1 |
 | hvp, hessian, second_derivative | double backward (reverse over reverse) | same |
 
+Same-point preparations keep what they can: a pushforward's linear map traced by `torch.func.linearize`,
+a pullback's forward pass, an hvp's gradient graph.
+
 A batch of products (several tangents, or the rows of a basis) runs either one product at a time or all
 together through `torch.func.vmap` (over `torch.autograd.grad` for pullbacks, over `torch.func.jvp` for
 pushforwards). Preparation decides, once: it tries vmap (which fails for functions that write into a
@@ -242,6 +245,9 @@ class AutoTorch(Backend):
 
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
         return _pullback_kernel(problem, cotangents)
+
+    def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
+        return _pushforward_same_point_kernel(problem, tangents)
 
     def prepare_pullback_same_point(self, problem: Problem, cotangents: tuple) -> Kernel:
         return _pullback_same_point_kernel(problem, cotangents)
@@ -670,6 +676,49 @@ def _pushforward_kernel(problem: Problem, tangents: tuple) -> Kernel:
         return (value if y is None else y), _as_tuple(results)
 
     return pushforward_kernel
+
+
+def _pushforward_same_point_kernel(problem: Problem, tangents: tuple) -> Kernel:
+    """Pushforwards at the preparation point: `torch.func.linearize` traces the linear map once, at
+    preparation (on private copies of x and the contexts), and a call evaluates it alone, about twice as
+    fast as dual tensors. In-place functions, and functions the trace refuses, get `_pushforward_kernel`."""
+    torch = _torch()
+    x, cv, _ = _private_copies(problem)
+    pure = _Function(problem).pure(cv)
+    if pure is None:
+        return _pushforward_kernel(problem, tangents)
+    try:
+        with _quiet(), torch.no_grad():
+            value, linear = torch.func.linearize(pure, x)
+            linear(tangents[0])
+    except Exception:  # not traceable (data-dependent shapes, non-torch code, ...)
+        return _pushforward_kernel(problem, tangents)
+    batching = _Batching(_LinearProducts(linear), problem.single_use)
+    batching.decide(None, tangents)
+
+    def pushforward_same_point_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+        _, results = batching.run(None, tangents)
+        return (value.clone() if full else None), _as_tuple(results)
+
+    return pushforward_same_point_kernel
+
+
+class _LinearProducts(_Products):
+    """A traced linear map (from `torch.func.linearize`) applied to vectors; vmapped for batches."""
+
+    def __init__(self, linear: Callable[[Any], Any]) -> None:
+        torch = _torch()
+        self.linear = linear
+        self._batched = torch.func.vmap(linear)
+        self.no_grad = torch.no_grad
+
+    def one(self, state: Any, v: Any) -> tuple[Any, Any]:
+        with self.no_grad():
+            return None, self.linear(v)
+
+    def many(self, state: Any, vs: Any) -> tuple[Any, Any]:
+        with self.no_grad():
+            return None, self._batched(vs)
 
 
 def _derivative_kernel(problem: Problem) -> Kernel:
