@@ -482,9 +482,12 @@ class _Batching:
         if _FORCE_BATCHING == "vmap":
             self.together = True
             return
-        loop = lambda: [self.products.one(state, v) for v in sample]
+        # a loop costs about len(sample) single products: time one of them, not the whole loop (a
+        # Jacobian's basis can be long and f expensive)
+        single = lambda: self.products.one(state, sample[0])
         batched = lambda: self.products.many(state, stacked)
-        self.together = _faster(batched, loop, context, _device_of(stacked))
+        timing = _best_times((batched, single), context, _device_of(stacked))
+        self.together = timing[0] < len(sample) * timing[1]
 
     def run(self, state: Any, items: Any) -> tuple[Any, Any]:
         """(aux of the first product, results): a list of results, or a tensor stacking them."""
@@ -501,6 +504,8 @@ class _Batching:
             return self.products.many(state, _stack(items))
         one = self.products.one
         aux, first = one(state, items[0])
+        if len(items) == 1:
+            return aux, [first]
         return aux, [first, *(one(state, v)[1] for v in items[1:])]
 
 
@@ -525,21 +530,21 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def _faster(a: Callable[[], Any], b: Callable[[], Any], context: Callable[[], Any], device: Any) -> bool:
-    """Whether `a` beats `b`: best of three interleaved runs each (synchronising an accelerator)."""
+def _best_times(calls: tuple, context: Callable[[], Any], device: Any) -> list[float]:
+    """The best of three interleaved runs of each call, in seconds (synchronising an accelerator)."""
     torch = _torch()
     sync = torch.cuda.synchronize if device is not None and device.type == "cuda" else (lambda: None)
-    best = [float("inf"), float("inf")]
+    best = [float("inf")] * len(calls)
     with _quiet():
         for _ in range(3):
-            for k, fn in enumerate((a, b)):
+            for k, call in enumerate(calls):
                 with context():
                     sync()
                     start = time.perf_counter()
-                    fn()
+                    call()
                     sync()
                 best[k] = min(best[k], time.perf_counter() - start)
-    return best[0] < best[1]
+    return best
 
 
 class _Basis:
