@@ -6,6 +6,7 @@ the user's tensors, both batching strategies, finite differences on tensors, ava
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
 import numpy as np
 import pytest
@@ -133,6 +134,19 @@ def test_a_numpy_array_is_shared_with_torch_and_numpy_comes_out(backend):
     assert type(value) is np.ndarray and type(pulled) is np.ndarray
     assert type(di.derivative(lambda t: t**2, backend, 3.0)) is np.float64  # scalar results are NumPy scalars
     assert not np.shares_memory(g, x)
+
+
+def test_numpy_arrays_torch_cannot_share_are_copied():
+    base = np.array([0.5, -1.0, 2.0, 0.25])
+    read_only = base.copy()
+    read_only.setflags(write=False)
+    for x in (read_only, base[::-1], base.astype(">f8")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # torch warns when handed read-only memory
+            g = di.gradient(_sum_cubes, REVERSE, x)
+        assert np.allclose(g, 3 * np.asarray(x, dtype=float) ** 2)
+    with pytest.raises(di.ArgumentError, match="no torch equivalent"):
+        di.gradient(lambda x, c: torch.sum(x), REVERSE, base, di.Constant(np.array(["a", "b"])))
 
 
 @pytest.mark.parametrize("backend", [REVERSE, FORWARD, *COMBINATIONS[:4]], ids=repr)

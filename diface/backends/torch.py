@@ -166,11 +166,11 @@ class TorchOps(ArrayOps):
 
 def _from_numpy(torch: Any, a: np.ndarray) -> Any:
     """`a` as a tensor sharing its memory; copied only where torch cannot share it (read-only memory,
-    negative strides)."""
+    negative strides, non-native byte order)."""
     try:
         return torch.from_numpy(a if a.flags.writeable else a.copy())
-    except ValueError:  # negative strides
-        return torch.from_numpy(np.ascontiguousarray(a))
+    except ValueError:  # negative strides, non-native byte order
+        return torch.from_numpy(np.array(a, dtype=a.dtype.newbyteorder("="), order="C"))
     except TypeError as e:
         raise ArgumentError(f"AutoTorch: a NumPy array of dtype {a.dtype} has no torch equivalent ({e})") from e
 
