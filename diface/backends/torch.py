@@ -17,9 +17,9 @@ a pullback's forward pass, an hvp's gradient graph.
 
 A batch of products (several tangents, or the rows of a basis) runs either one product at a time or all
 together through `torch.func.vmap` (over `torch.autograd.grad` for pullbacks, over `torch.func.jvp` for
-pushforwards). Preparation decides, once: it tries vmap (which fails for functions that write into a
-Cache or into `y`, call `.item()`, ...) and times both on the preparation point. Unprepared calls loop,
-except over 16 or more products, where they try vmap first.
+pushforwards). Preparation decides, once, at the preparation point: it tries vmap (which some functions
+refuse: an in-place `f(y, x)`, `.item()` and a branch on it, ...) and keeps it where it beats the batch
+size times one product. Unprepared calls loop, except over 16 or more products, where they try vmap first.
 
 Contexts and shadows (after DifferentiationInterface.jl's model): `f` receives each tensor context as a
 fresh `detach()`ed alias of the user's tensor, so a Cache that `f` writes into starts every call with no
