@@ -493,7 +493,7 @@ class _Batching:
         """(aux of the first product, results): a list of results, or a tensor stacking them."""
         together = self.together
         if together is None:  # undecided: vmap for large batches, falling back to a loop for good
-            together = len(items) >= _SINGLE_USE_VMAP_FROM or _FORCE_BATCHING == "vmap"
+            together = _FORCE_BATCHING != "loop" and (len(items) >= _SINGLE_USE_VMAP_FROM or _FORCE_BATCHING == "vmap")
             if together:
                 try:
                     with _quiet():
