@@ -18,6 +18,7 @@ Framework imports happen inside methods, never at module import.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import importlib.util
 from typing import Any, ClassVar
 
@@ -26,7 +27,7 @@ from ._arrays import ArrayOps
 from ._errors import ArgumentError, BackendUnavailableError, NotSupportedError
 from ._problem import Kernel, Problem
 
-__all__ = ["Backend", "check_available", "check_inplace"]
+__all__ = ["Backend", "catalog", "check_available", "check_inplace"]
 
 
 class Backend(abc.ABC):
@@ -45,6 +46,28 @@ class Backend(abc.ABC):
     max_batch_size: ClassVar[int] = 64
     #: derivatives are accurate to about eps ** accuracy_exponent (relative); 1 for exact AD
     accuracy_exponent: ClassVar[float] = 1.0
+    #: name on the command line (`python -m diface compare --backends NAME[:ARG]`); setting it in a
+    #: subclass lists the backend in `catalog()`
+    cli_name: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("cli_name")
+        if name:
+            _CATALOG[name] = cls
+
+    def label(self) -> str:
+        """A short repr: the class and the settings that differ from their defaults."""
+        settings = []
+        for f in dataclasses.fields(self) if dataclasses.is_dataclass(self) else ():
+            if not f.repr:
+                continue
+            value = getattr(self, f.name)
+            if isinstance(value, Backend):
+                settings.append(value.label())
+            elif f.default is dataclasses.MISSING or value != f.default:
+                settings.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(settings)})"
 
     # -- availability --------------------------------------------------------------------------
     def is_available(self) -> bool:
@@ -58,6 +81,10 @@ class Backend(abc.ABC):
                 f"{self!r} needs the '{self.package}' package, which is not installed: "
                 f"pip install 'diface[{self.extra}]'"
             )
+
+    def configure_for_float64(self) -> None:  # noqa: B027 - a hook, empty for most engines
+        """Switch the engine to 64-bit floats where that is a global setting (JAX); called by the
+        command line before it runs the float64 test kit. Nothing to do for most engines."""
 
     # -- arrays --------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -139,10 +166,23 @@ class Backend(abc.ABC):
         themselves (forward-over-reverse in one engine) override this."""
         return None
 
+    def known_deviation(self, scenario: Any) -> str | None:
+        """Why this backend is known to disagree with a test scenario (an engine limit diface cannot
+        work around, named in test reports as an expected failure), or None."""
+        return None
+
     def as_outer_of(self, inner: Backend) -> Backend:
         """This backend as configured to differentiate what `inner` computes. Finite differences
         widen their step to the inner backend's accuracy; exact engines return themselves."""
         return self
+
+
+_CATALOG: dict[str, type[Backend]] = {}
+
+
+def catalog() -> dict[str, type[Backend]]:
+    """The backends diface ships, by command-line name (their classes; nothing is imported)."""
+    return dict(_CATALOG)
 
 
 def check_available(backend: Backend) -> bool:
