@@ -27,6 +27,11 @@ def second_order_backends() -> list:
     ]
 
 
+def engine_backends() -> list:
+    """One backend per engine, the most accurate first: the cross-engine tests compare them."""
+    return [FD("complex"), FD()]
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
