@@ -120,13 +120,11 @@ class AutoAutograd(Backend):
             fun = _bound(f, cv)
             if not reverse.on:
                 try:
-                    lin = _Linearization(fun, x, hint)
+                    return _pushforward(fun, x, tangents, hint)
                 except _NoJVPRule:
                     if not reverse.allowed:
                         raise
                     reverse.on = True
-                else:
-                    return lin.value, lin.push(tangents)
             tape = _Tape(fun, x)
             return tape.value, _TransposedTape(tape).pull_all(tangents)
 
@@ -210,8 +208,7 @@ class AutoAutograd(Backend):
             _Linearization(_bound(f, problem.context_values), problem.x, hint)  # raises if a JVP rule is missing
 
         def forward_jacobian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
-            lin = _Linearization(_bound(f, cv), x, hint)
-            return lin.value, _columns(lin, x_basis, out_shape)
+            return _forward_jacobian(_bound(f, cv), x, x_basis, out_shape, hint)
 
         return forward_jacobian_kernel
 
@@ -306,6 +303,7 @@ def _load() -> None:
     # type: share its sets, including what later imports (autograd.scipy, ...) add to them
     tracer.notrace_primitives[_VJPNode] = tracer.notrace_primitives[core.VJPNode]
     tracer.notrace_primitives[_RecordNode] = tracer.notrace_primitives[core.JVPNode]
+    tracer.notrace_primitives[_JVPNode] = tracer.notrace_primitives[core.JVPNode]
     _AG.loaded = True
 
 
@@ -529,6 +527,55 @@ def _fit_tangent(t: Any, shape: tuple | None) -> Any:
     )
 
 
+def _tangent_like(t: Any, value: Any) -> Any:
+    """`_fit_tangent` with a fast path for the common case (an array shaped like its value)."""
+    if type(t) is np.ndarray and type(value) is np.ndarray and t.shape == value.shape:
+        return t
+    return _fit_tangent(t, _value_shape(value))
+
+
+class _MissingRule(Exception):
+    """Raised from inside a trace for a primitive without a JVP rule; becomes `_NoJVPRule`."""
+
+    def __init__(self, fun: Any) -> None:
+        super().__init__(_name(fun))
+        self.fun = fun
+
+
+class _JVPNode:
+    """An eager forward-mode node: the tangent of its value, computed as the primitive runs (one
+    tangent per trace, like `make_jvp`)."""
+
+    __slots__ = ("g",)
+
+    def __init__(self, value: Any, fun: Any, args: tuple, kwargs: dict, argnums: tuple, parents: tuple) -> None:
+        rule = _AG.primitive_jvps.get(fun)
+        if rule is None:
+            raise _MissingRule(fun)
+        try:
+            g = rule(argnums, [p.g for p in parents], value, args, kwargs)
+        except NotImplementedError as e:
+            raise _MissingRule(fun) from e
+        self.g = _tangent_like(g, value)
+
+    @classmethod
+    def root(cls, t: Any) -> _JVPNode:
+        node = cls.__new__(cls)
+        node.g = t
+        return node
+
+
+def _jvp(fun: Callable, x: Any, t: Any, hint: str) -> tuple[Any, Any]:
+    """`(fun(x), J @ t)` for one tangent, in one eager forward trace."""
+    try:
+        value, end = _trace(_JVPNode.root(t), fun, x)
+    except _MissingRule as e:
+        raise _NoJVPRule(e.fun, hint) from None
+    if end is None:
+        return value, _zeros(np.shape(value), dtype_of(value))
+    return value, _tangent_like(end.g, value)
+
+
 def _basic_index(idx: Any) -> bool:
     """Whether `idx` is basic indexing (integers, slices, None, Ellipsis), which a leading batch
     axis does not change."""
@@ -746,6 +793,27 @@ def _rows(tape: _Tape, y_basis: _Basis, out_shape: tuple) -> Any:
     return xp.reshape(xp.stack(rows), out_shape)
 
 
+def _pushforward(fun: Callable, x: Any, tangents: tuple, hint: str) -> tuple[Any, tuple]:
+    """`(fun(x), (J @ t for t in tangents))`: one eager trace for one tangent, else one recording
+    and a batched push."""
+    if len(tangents) == 1:
+        value, t = _jvp(fun, x, tangents[0], hint)
+        return value, (_fresh(t, tangents[0]),)
+    lin = _Linearization(fun, x, hint)
+    return lin.value, lin.push(tangents)
+
+
+def _forward_jacobian(fun: Callable, x: Any, x_basis: _Basis, out_shape: tuple, hint: str) -> tuple[Any, Any]:
+    """`(fun(x), J)` from pushforwards of the input basis."""
+    if x_basis.n == 1:
+        seed = x_basis.seed(0)
+        value, t = _jvp(fun, x, seed, hint)
+        xp = _AG.anp if _AG.isbox(x) else np
+        return value, _fresh(xp.reshape(t, out_shape), seed)
+    lin = _Linearization(fun, x, hint)
+    return lin.value, _columns(lin, x_basis, out_shape)
+
+
 def _columns(lin: _Linearization, x_basis: _Basis, out_shape: tuple) -> Any:
     """The Jacobian of a linearization, column by column: the input basis pushed through it, in
     stacked batches where it can."""
@@ -796,10 +864,11 @@ def _with_fallback(kernel: Kernel, make_fallback: Callable[[], Kernel]) -> Kerne
 class _SecondOrderPlan:
     """Second-order kernels for autograd (`outer` mode) differentiating autograd (`inner` mode).
 
-    The inner derivative (gradient, or derivative for scalar x) is a function of x written with
-    autograd operations; the outer mode records it as a `_Linearization` (forward: tangents pushed
-    through it, all basis vectors at once for a Hessian) or a `_Tape` (reverse: cotangents pulled
-    through it; for a symmetric Hessian `v @ H = H @ v`)."""
+    The inner derivative (the gradient, or the derivative for a scalar x) is a function of x written
+    with autograd operations, which the outer mode differentiates: forward pushes tangents through it
+    (one eager trace for one tangent; one recording and a batched push of all basis vectors for a
+    Hessian), reverse pulls cotangents back through one tape of it (for a symmetric Hessian
+    `v @ H = H @ v`)."""
 
     def __init__(self, outer: str, inner: str, problem: Problem) -> None:
         self.outer, self.inner, self.problem = outer, inner, problem
@@ -828,9 +897,8 @@ class _SecondOrderPlan:
         else:
 
             def gradient(x: Any) -> Any:
-                lin = _Linearization(fun, x, self.hint)
-                stash[0] = lin.value
-                return _columns(lin, self.x_basis, self.x_shape)
+                stash[0], g = _forward_jacobian(fun, x, self.x_basis, self.x_shape, self.hint)
+                return g
 
         return gradient
 
@@ -846,44 +914,55 @@ class _SecondOrderPlan:
         else:
 
             def derivative(x: Any) -> Any:
-                lin = _Linearization(fun, x, self.hint)
-                stash[0] = lin.value
-                return lin.push((self.one_x,))[0]
+                stash[0], d = _jvp(fun, x, self.one_x, self.hint)
+                return d
 
         return derivative
 
-    def _record(self, fun: Callable, x: Any) -> _Linearization | _Tape:
-        return _Linearization(fun, x, self.hint) if self.outer == "forward" else _Tape(fun, x)
-
     def probe(self, op: str) -> None:
-        """Record the inner derivative of `op` once at the preparation point: raises `_NoJVPRule`
-        now rather than at the first call."""
+        """Record the inner derivative of `op` once at the preparation point, in the outer mode:
+        raises `_NoJVPRule` now rather than at the first call."""
         make = self._derivative if op == "second_derivative" else self._gradient
-        self._record(make(self.problem.context_values, [None]), self.problem.x)
+        fun = make(self.problem.context_values, [None])
+        if self.outer == "forward":
+            _Linearization(fun, self.problem.x, self.hint)
+        else:
+            _Tape(fun, self.problem.x)
 
     # -- kernels -------------------------------------------------------------------------------------
     def hvp_kernel(self) -> Kernel:
-        if self.outer == "reverse" and self.inner == "forward":
+        if self.outer == "forward":
+
+            def forward_hvp_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+                gradient, hvps = _pushforward(self._gradient(cv, [None]), x, tangents, self.hint)
+                return None, _fresh(gradient, self.one_y), hvps
+
+            return forward_hvp_kernel
+        if self.inner == "forward":
             return self._reverse_over_forward_hvp_kernel()
 
-        def hvp_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-            rec = self._record(self._gradient(cv, [None]), x)
-            return None, _fresh(rec.value, self.one_y), self._products(rec, tangents)
+        def reverse_hvp_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+            tape = _Tape(self._gradient(cv, [None]), x)
+            return None, _fresh(tape.value, self.one_y), tape.pull_all(tangents)
 
-        return hvp_kernel
+        return reverse_hvp_kernel
 
     def hvp_same_point_kernel(self) -> Kernel:
+        """The inner gradient recorded once, at the preparation point; calls only push or pull."""
         if self.outer == "reverse" and self.inner == "forward":
             return self._reverse_over_forward_hvp_kernel()
-        rec = self._record(self._gradient(_private_caches(self.problem), [None]), self.problem.x)
+        gradient = self._gradient(_private_caches(self.problem), [None])
+        if self.outer == "forward":
+            lin = _Linearization(gradient, self.problem.x, self.hint)
+            products, value = lin.push, lin.value
+        else:
+            tape = _Tape(gradient, self.problem.x)
+            products, value = tape.pull_all, tape.value
 
         def hvp_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-            return None, (_copy(rec.value) if full else None), self._products(rec, tangents)
+            return None, (_copy(value) if full else None), products(tangents)
 
         return hvp_kernel
-
-    def _products(self, rec: _Linearization | _Tape, tangents: tuple) -> tuple:
-        return rec.push(tangents) if isinstance(rec, _Linearization) else rec.pull_all(tangents)
 
     def _reverse_over_forward_hvp_kernel(self) -> Kernel:
         """`H v` as the reverse-mode gradient of the directional derivative `x -> J(x) v`."""
@@ -894,10 +973,10 @@ class _SecondOrderPlan:
             for v in tangents:
 
                 def directional(x: Any, v: Any = v) -> Any:
-                    return _Linearization(fun, x, self.hint).push((v,))[0]
+                    return _jvp(fun, x, v, self.hint)[1]
 
                 hvps.append(_fresh(_Tape(directional, x).pull(self.one_y), v))
-            gradient = self._gradient(cv, [None])(x) if full else None
+            gradient = _fresh(self._gradient(cv, [None])(x), self.one_y) if full else None
             return None, gradient, tuple(hvps)
 
         return hvp_kernel
@@ -907,24 +986,27 @@ class _SecondOrderPlan:
 
         def hessian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
             stash = [None]
-            rec = self._record(self._gradient(cv, stash), x)
-            if isinstance(rec, _Linearization):
-                hess = _columns(rec, self.x_basis, out_shape)
+            gradient_function = self._gradient(cv, stash)
+            if self.outer == "forward":
+                gradient, hess = _forward_jacobian(gradient_function, x, self.x_basis, out_shape, self.hint)
             else:
-                hess = _rows(rec, self.x_basis, out_shape)
-            return (_AG.getval(stash[0]) if full else None), _fresh(rec.value, self.one_y), hess
+                tape = _Tape(gradient_function, x)
+                gradient, hess = tape.value, _rows(tape, self.x_basis, out_shape)
+            return (_AG.getval(stash[0]) if full else None), _fresh(gradient, self.one_y), hess
 
         return hessian_kernel
 
     def second_derivative_kernel(self) -> Kernel:
         def second_derivative_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
             stash = [None]
-            rec = self._record(self._derivative(cv, stash), x)
-            if isinstance(rec, _Linearization):
-                d2 = _fresh(rec.push((self.one_x,))[0], self.one_x)
+            derivative_function = self._derivative(cv, stash)
+            if self.outer == "forward":
+                derivative, d2 = _jvp(derivative_function, x, self.one_x, self.hint)
+                d2 = _fresh(d2, self.one_x)
             else:
-                d2 = _rows(rec, self.y_basis, self.y_shape)
-            return (_AG.getval(stash[0]) if full else None), _fresh(rec.value, self.one_x), d2
+                tape = _Tape(derivative_function, x)
+                derivative, d2 = tape.value, _rows(tape, self.y_basis, self.y_shape)
+            return (_AG.getval(stash[0]) if full else None), _fresh(derivative, self.one_x), d2
 
         return second_derivative_kernel
 
