@@ -171,29 +171,11 @@ class AutoAutograd(Backend):
         return pullback_kernel
 
     def prepare_jacobian(self, problem: Problem) -> Kernel:
+        """J (shape y.shape + x.shape): pushforwards of the input basis in forward mode, pullbacks of
+        the output basis in reverse mode."""
         _load()
-        y_shape, y_dtype = problem.y_spec
-        return self._jacobian_kernel(problem, problem.f, y_shape, y_dtype)
-
-    def prepare_gradient(self, problem: Problem) -> Kernel:
-        _load()
-        if self.mode == "forward":
-            return self.prepare_jacobian(problem)
         f = problem.f
-        seed = np.ones((), problem.y_spec[1])
-
-        def gradient_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
-            tape = _Tape(_bound(f, cv), x)
-            return tape.value, _fresh(tape.pull(seed), seed)
-
-        return gradient_kernel
-
-    def prepare_derivative(self, problem: Problem) -> Kernel:
-        return self.prepare_jacobian(problem)
-
-    def _jacobian_kernel(self, problem: Problem, f: Callable, y_shape: tuple, y_dtype: Any) -> Kernel:
-        """J of f (shape y.shape + x.shape): pushforwards of the input basis in forward mode, pullbacks
-        of the output basis in reverse mode."""
+        y_shape, y_dtype = problem.y_spec
         out_shape = y_shape + problem.x_shape
         if self.mode == "reverse":
             y_basis = _Basis(y_shape, y_dtype)
@@ -211,6 +193,22 @@ class AutoAutograd(Backend):
             return _forward_jacobian(_bound(f, cv), x, x_basis, out_shape, hint)
 
         return forward_jacobian_kernel
+
+    def prepare_gradient(self, problem: Problem) -> Kernel:
+        _load()
+        if self.mode == "forward":
+            return self.prepare_jacobian(problem)
+        f = problem.f
+        seed = np.ones((), problem.y_spec[1])
+
+        def gradient_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+            tape = _Tape(_bound(f, cv), x)
+            return tape.value, _fresh(tape.pull(seed), seed)
+
+        return gradient_kernel
+
+    def prepare_derivative(self, problem: Problem) -> Kernel:
+        return self.prepare_jacobian(problem)
 
     def _jvp_hint(self) -> str:
         return "use di.AutoAutograd(mode='reverse'), which needs no JVP rules"
@@ -325,10 +323,15 @@ class _NoJVPRule(NotSupportedError):
 def _trace(root: Any, fun: Callable, x: Any) -> tuple[Any, Any]:
     """`fun(x)` with x boxed at a new trace level under `root`: (value, end node), or (value, None)
     when the value does not depend on x."""
-    with _AG.trace_stack.new_trace() as level:
+    stack = _AG.trace_stack  # autograd's own new_trace() leaves its level raised when fun raises
+    stack.top += 1
+    level = stack.top
+    try:
         end = fun(_AG.new_box(x, level, root))
-        if _AG.isbox(end) and end._trace == level:
-            return end._value, end._node
+    finally:
+        stack.top -= 1
+    if _AG.isbox(end) and end._trace == level:
+        return end._value, end._node
     if isinstance(end, (list, tuple)):
         raise ArgumentError(f"f must return an array, got a {type(end).__name__}; build it with np.stack or np.array")
     return end, None
