@@ -119,12 +119,12 @@ def cases() -> list[tuple[str, int, float | None, dict[str, Callable], Callable,
     return rows
 
 
-def measure(rounds: int) -> list[list[str]]:
+def measure(rounds: int, min_time: float) -> list[list[str]]:
     table = []
     for name, n, target, direct, ours, reference in cases():
         x = point(n)
         np.testing.assert_allclose(ours(), reference(x), rtol=1e-10, atol=1e-10)
-        t = interleaved({**direct, "diface": ours}, rounds=rounds)
+        t = interleaved({**direct, "diface": ours}, rounds=rounds, min_time=min_time)
         fastest = min(direct, key=t.get)
         ratio = t["diface"] / t[fastest]
         ratio_first = t["diface"] / t[next(iter(direct))]
@@ -144,12 +144,13 @@ def measure(rounds: int) -> list[list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=41, help="interleaved rounds (medians are reported)")
+    parser.add_argument("--min-time", type=float, default=0.005, help="seconds per candidate per round")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     header = ["operator", "n", "direct (us)", "diface (us)", "ratio vs first", "ratio vs fastest", "target"]
     for _ in range(args.repeat):
-        print(format_table(header, measure(args.rounds)))
+        print(format_table(header, measure(args.rounds, args.min_time)))
         print()
 
 
