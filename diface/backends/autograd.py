@@ -104,6 +104,7 @@ class AutoAutograd(Backend):
         )
 
     def array_namespace(self) -> Any:
+        self.require()
         import autograd.numpy
 
         return autograd.numpy
