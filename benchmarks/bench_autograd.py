@@ -54,7 +54,10 @@ def cases() -> list[tuple[str, int, float | None, dict[str, Callable], Callable,
     hess = autograd.hessian(rosenbrock)
     prep = di.prepare_hessian(rosenbrock, di.AutoAutograd(), x)
     prep_rr = di.prepare_hessian(rosenbrock, di.SecondOrder(di.AutoAutograd(), di.AutoAutograd()), x)
-    rows.append(("hessian", 30, 0.5, {"autograd.hessian": lambda: hess(x)}, lambda: prep.hessian(x), hess))
+    grad30, eye = autograd.grad(rosenbrock), np.eye(30)
+    per_column = lambda: np.stack([make_jvp(grad30)(x)(e)[1] for e in eye], axis=-1)  # forward over reverse
+    direct = {"autograd.hessian": lambda: hess(x), "make_jvp(grad) per column": per_column}
+    rows.append(("hessian", 30, 0.5, direct, lambda: prep.hessian(x), hess))
     rows.append(
         (
             "hessian, reverse over reverse",

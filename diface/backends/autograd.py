@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._arrays import NUMPY, ArrayOps, register_array_ops
+from .._arrays import NUMPY, ArrayOps, framework_ops, register_array_ops
 from .._backend import Backend
 from .._contexts import Cache
 from .._errors import ArgumentError, NotSupportedError
@@ -1092,8 +1092,6 @@ class _ArrayBoxOps(ArrayOps):
 
 
 def _box_ops() -> ArrayOps:
-    from .._arrays import framework_ops
-
     return framework_ops("autograd")
 
 
