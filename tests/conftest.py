@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 from toy_backends import ReverseOnly
@@ -9,10 +11,12 @@ from toy_backends import ReverseOnly
 import diface as di
 
 FD = di.AutoFiniteDiff
+HAS_AUTOGRAD = importlib.util.find_spec("autograd") is not None
 
 
 def first_order_backends() -> list:
-    return [FD(), FD("forward"), FD("backward"), FD("complex"), ReverseOnly()]
+    engines = [di.AutoAutograd()] if HAS_AUTOGRAD else []
+    return [FD(), FD("forward"), FD("backward"), FD("complex"), ReverseOnly(), *engines]
 
 
 def second_order_backends() -> list:
@@ -24,6 +28,7 @@ def second_order_backends() -> list:
         di.SecondOrder(FD(), ReverseOnly()),  # forward over reverse
         di.SecondOrder(ReverseOnly(), FD()),  # reverse over forward
         ReverseOnly(),  # reverse over reverse
+        *([di.AutoAutograd()] if HAS_AUTOGRAD else []),  # forward over reverse
     ]
 
 
