@@ -17,11 +17,11 @@ from collections.abc import Callable
 import autograd
 import autograd.numpy as anp
 import numpy as np
-from _timing import interleaved
 from autograd import make_jvp, make_vjp
 
 import diface as di
-from diface._tour import format_table
+from diface._table import format_table
+from diface.testing._timing import interleaved
 
 
 def rosenbrock(x):

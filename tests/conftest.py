@@ -34,7 +34,8 @@ def second_order_backends() -> list:
 
 def engine_backends() -> list:
     """One backend per engine, the most accurate first: the cross-engine tests compare them."""
-    return [FD("complex"), FD()]
+    exact = [di.AutoAutograd()] if HAS_AUTOGRAD else []
+    return [*exact, FD("complex"), FD()]
 
 
 @pytest.fixture

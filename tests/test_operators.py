@@ -8,9 +8,9 @@ tangents, each call twice, and checks that inputs, tangents and Constants stay i
 from __future__ import annotations
 
 import pytest
-from conftest import first_order_backends, second_order_backends
 
 import diface as di
+from conftest import first_order_backends, second_order_backends
 from diface.testing import default_scenarios
 from diface.testing._check import SECOND_ORDER, check_operator
 

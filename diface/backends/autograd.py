@@ -86,6 +86,7 @@ class AutoAutograd(Backend):
     supports_inplace: ClassVar[bool] = False
     package: ClassVar[str] = "autograd"
     extra: ClassVar[str] = "autograd"
+    cli_name: ClassVar[str] = "autograd"
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
@@ -210,6 +211,14 @@ class AutoAutograd(Backend):
 
     def prepare_derivative(self, problem: Problem) -> Kernel:
         return self.prepare_jacobian(problem)
+
+    def known_deviation(self, scenario: Any) -> str | None:
+        if getattr(scenario, "family", None) == "clamp" and getattr(scenario, "role", None) in ("lo", "hi"):
+            return (
+                "autograd's np.clip has derivative rules for x only, none for its bounds: differentiating "
+                "with respect to lo or hi raises NotSupportedError"
+            )
+        return None
 
     def _jvp_hint(self) -> str:
         return "use di.AutoAutograd(mode='reverse'), which needs no JVP rules"
@@ -403,7 +412,13 @@ class _VJPNode:
         if maker is None:
             raise NotSupportedError(f"autograd has no reverse-mode (VJP) rule for {_name(fun)!r}, which f calls")
         self.parents = parents
-        self.vjp = maker(argnums, value, args, kwargs)
+        try:
+            self.vjp = maker(argnums, value, args, kwargs)
+        except NotImplementedError as e:  # a rule for some arguments only (np.clip: x, not its bounds)
+            raise NotSupportedError(
+                f"autograd has no reverse-mode (VJP) rule for {_name(fun)!r} with respect to argument(s) "
+                f"{', '.join(map(str, argnums))} (counted from 0), through which x reaches f's output ({e})"
+            ) from e
         self.shape = _shape_or_none(value)
 
     @classmethod
