@@ -1,7 +1,7 @@
 """Prepared `di.AutoTorch` calls against the fastest direct PyTorch calls, interleaved in one process.
 
 Each row times a call and the direct engine call it is measured against; the ratio is call / direct,
-medians of interleaved rounds (`_timing.interleaved`). The rows with a target time the prepared diface
+medians of interleaved rounds (`diface.testing._timing.interleaved`). The rows with a target time the prepared diface
 call (tensor in, tensor out, strict checks on):
 
 - gradient (Rosenbrock, n = 10 and 1000) <= 1.10 x `torch.autograd.grad` on a fresh leaf;
@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from _timing import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's diface, not an installed one
 import diface as di
 from diface._tour import format_table
+from diface.testing._timing import interleaved
 
 torch.set_num_threads(1)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import diface as di
-from diface._tour import format_table
+from diface._table import format_table
 from diface.testing import _reference as ref
 
 N = 10

@@ -9,11 +9,11 @@ reference. Ratios are diface / scipy, medians of interleaved rounds.
 from __future__ import annotations
 
 import numpy as np
-from _timing import interleaved
 from scipy.optimize import approx_fprime
 
 import diface as di
-from diface._tour import format_table
+from diface._table import format_table
+from diface.testing._timing import interleaved
 
 
 def rosenbrock(x):

@@ -48,12 +48,13 @@ from ._operators import (
 )
 from ._prep import Prep
 from ._second_order import SecondOrder
-from .backends import AutoFiniteDiff, AutoTorch
+from .backends import AutoAutograd, AutoFiniteDiff, AutoTorch
 
 __version__ = "0.1.0"
 
 __all__ = [
     # backends
+    "AutoAutograd",
     "AutoFiniteDiff",
     "AutoTorch",
     "Backend",

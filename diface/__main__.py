@@ -1,20 +1,10 @@
-"""`python -m diface`: a short tour on the finite-difference backend (no framework needed)."""
+"""`python -m diface`: the tour; `info`, `compare` and `bench` (see `diface._cli`)."""
 
 from __future__ import annotations
 
 import sys
 
-
-def main(argv: list[str] | None = None) -> int:
-    from ._tour import tour
-
-    args = sys.argv[1:] if argv is None else argv
-    if args:
-        print(f"usage: python -m diface   (got unexpected arguments: {' '.join(args)})", file=sys.stderr)
-        return 2
-    tour()
-    return 0
-
+from ._cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

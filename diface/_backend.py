@@ -18,6 +18,7 @@ Framework imports happen inside methods, never at module import.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import importlib.util
 from typing import Any, ClassVar
 
@@ -26,7 +27,7 @@ from ._arrays import ArrayOps
 from ._errors import ArgumentError, BackendUnavailableError, NotSupportedError
 from ._problem import Kernel, Problem
 
-__all__ = ["Backend", "check_available", "check_inplace"]
+__all__ = ["Backend", "catalog", "check_available", "check_inplace"]
 
 
 class Backend(abc.ABC):
@@ -45,6 +46,28 @@ class Backend(abc.ABC):
     max_batch_size: ClassVar[int] = 64
     #: derivatives are accurate to about eps ** accuracy_exponent (relative); 1 for exact AD
     accuracy_exponent: ClassVar[float] = 1.0
+    #: name on the command line (`python -m diface compare --backends NAME[:ARG]`); setting it in a
+    #: subclass lists the backend in `catalog()`
+    cli_name: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("cli_name")
+        if name:
+            _CATALOG[name] = cls
+
+    def label(self) -> str:
+        """A short repr: the class and the settings that differ from their defaults."""
+        settings = []
+        for f in dataclasses.fields(self) if dataclasses.is_dataclass(self) else ():
+            if not f.repr:
+                continue
+            value = getattr(self, f.name)
+            if isinstance(value, Backend):
+                settings.append(value.label())
+            elif f.default is dataclasses.MISSING or value != f.default:
+                settings.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(settings)})"
 
     # -- availability --------------------------------------------------------------------------
     def is_available(self) -> bool:
@@ -58,6 +81,10 @@ class Backend(abc.ABC):
                 f"{self!r} needs the '{self.package}' package, which is not installed: "
                 f"pip install 'diface[{self.extra}]'"
             )
+
+    def configure_for_float64(self) -> None:  # noqa: B027 - a hook, empty for most engines
+        """Switch the engine to 64-bit floats where that is a global setting (JAX); called by the
+        command line before it runs the float64 test kit. Nothing to do for most engines."""
 
     # -- arrays --------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -112,7 +139,8 @@ class Backend(abc.ABC):
         return native if native is not None else _derive.derive_hvp(outer, inner, problem, tangents)
 
     def prepare_hvp_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
-        return self.prepare_hvp(problem, tangents)
+        native = self._native_second_order("hvp_same_point", problem, tangents)
+        return native if native is not None else self.prepare_hvp(problem, tangents)
 
     def prepare_hessian(self, problem: Problem) -> Kernel:
         native = self._native_second_order("hessian", problem, None)
@@ -134,15 +162,29 @@ class Backend(abc.ABC):
         return outer.prepare_second_order(op, inner, problem, extra)
 
     def prepare_second_order(self, op: str, inner: Backend, problem: Problem, extra: Any) -> Kernel | None:
-        """A native kernel for second-order operator `op` ("hvp", "hessian", "second_derivative")
-        with this backend outside and `inner` inside, or None to derive it. Engines that compose with
-        themselves (forward-over-reverse in one engine) override this."""
+        """A native kernel for second-order operator `op` ("hvp", "hvp_same_point", "hessian",
+        "second_derivative") with this backend outside and `inner` inside, or None to derive it (a
+        same-point hvp then falls back to `prepare_hvp`). Engines that compose with themselves
+        (forward-over-reverse in one engine) override this."""
+        return None
+
+    def known_deviation(self, scenario: Any) -> str | None:
+        """Why this backend is known to disagree with a test scenario (an engine limit diface cannot
+        work around, named in test reports as an expected failure), or None."""
         return None
 
     def as_outer_of(self, inner: Backend) -> Backend:
         """This backend as configured to differentiate what `inner` computes. Finite differences
         widen their step to the inner backend's accuracy; exact engines return themselves."""
         return self
+
+
+_CATALOG: dict[str, type[Backend]] = {}
+
+
+def catalog() -> dict[str, type[Backend]]:
+    """The backends diface ships, by command-line name (their classes; nothing is imported)."""
+    return dict(_CATALOG)
 
 
 def check_available(backend: Backend) -> bool:

@@ -12,16 +12,10 @@ import numpy as np
 from . import _operators as op
 from ._contexts import Constant
 from ._second_order import SecondOrder
+from ._table import format_table
 from .backends import AutoFiniteDiff
 
-__all__ = ["tour", "format_table"]
-
-
-def format_table(header: list[str], rows: list[list[str]]) -> str:
-    """Left-aligned columns, a rule under the header."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+__all__ = ["tour"]
 
 
 def _fmt(a: Any) -> str:

@@ -1,13 +1,15 @@
-"""`python -m diface`, run as a user would."""
+"""`python -m diface` and its commands, run as a user would."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pytest
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "diface", *args], capture_output=True, text=True, timeout=120)
+
+def run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "diface", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_tour_prints_every_operator_with_small_errors():
@@ -30,7 +32,63 @@ def test_tour_prints_every_operator_with_small_errors():
     assert "prep.gradient(x)" in result.stdout
 
 
-def test_unknown_arguments_exit_2():
+def test_unknown_command_or_option_exits_2():
+    assert run("frobnicate").returncode == 2
     result = run("--no-such-option")
+    assert result.returncode == 2 and "usage" in result.stderr
+
+
+def test_info_lists_backends_with_versions():
+    result = run("info")
+    assert result.returncode == 0, result.stderr
+    assert "finitediff" in result.stdout and "numpy" in result.stdout
+    assert "Python" in result.stdout
+
+
+def test_compare_reports_agreement():
+    result = run("compare", "--backends", "finitediff", "finitediff:complex", "--scenarios", "default")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all" in result.stdout and "checks agree" in result.stdout
+    assert "pushforward" in result.stdout and "hessian" in result.stdout
+
+
+def test_compare_exits_1_on_disagreement(tmp_path):
+    # a backend that is wrong on purpose, registered through the catalog like a real one
+    plugin = tmp_path / "wrong_backend.py"
+    plugin.write_text(
+        "from dataclasses import dataclass\n"
+        "from typing import ClassVar\n"
+        "import diface as di\n"
+        "@dataclass(frozen=True)\n"
+        "class Wrong(di.AutoFiniteDiff):\n"
+        "    cli_name: ClassVar[str] = 'wrong'\n"
+        "    def prepare_pushforward(self, problem, tangents, same_point=False):\n"
+        "        k = super().prepare_pushforward(problem, tangents, same_point)\n"
+        "        def doubled(x, t, cv, y, full):\n"
+        "            value, results = k(x, t, cv, y, full)\n"
+        "            return value, tuple(2 * r for r in results)\n"
+        "        return doubled\n"
+    )
+    code = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import wrong_backend; "
+        "from diface._cli import main; sys.exit(main(['compare', '--backends', 'wrong', '--scenarios', 'default']))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "disagreements" in result.stdout and "failed" in result.stdout
+
+
+def test_compare_unknown_backend_is_a_clear_error():
+    result = run("compare", "--backends", "nosuchengine")
     assert result.returncode == 2
-    assert "usage" in result.stderr
+    assert "unknown backend 'nosuchengine'" in result.stdout
+
+
+def test_bench_prints_ratios_and_plots(tmp_path):
+    pytest.importorskip("scipy")
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "bench.png"
+    result = run("bench", "--backends", "finitediff:forward", "--plot", str(png))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "approx_fprime" in result.stdout and "ratio" in result.stdout
+    assert png.exists() and png.stat().st_size > 1000

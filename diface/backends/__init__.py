@@ -1,6 +1,7 @@
 """Backends, one module each. Importing this package imports no framework."""
 
+from .autograd import AutoAutograd
 from .finitediff import AutoFiniteDiff
 from .torch import AutoTorch
 
-__all__ = ["AutoFiniteDiff", "AutoTorch"]
+__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoTorch"]

@@ -75,6 +75,7 @@ class AutoFiniteDiff(Backend):
     mode: ClassVar[str] = "forward"
     supports_inplace: ClassVar[bool] = True
     max_batch_size: ClassVar[int] = 16
+    cli_name: ClassVar[str] = "finitediff"
 
     def __post_init__(self) -> None:
         if self.method not in _METHODS:

@@ -222,6 +222,7 @@ class AutoTorch(Backend):
     supports_inplace: ClassVar[bool] = True
     package: ClassVar[str] = "torch"
     extra: ClassVar[str] = "torch"
+    cli_name: ClassVar[str] = "torch"
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:

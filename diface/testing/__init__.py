@@ -1,10 +1,27 @@
-"""Test kit: scenarios with analytic references, to check any backend against.
+"""The test kit: scenarios with reference results, and the functions that check backends against them.
 
 >>> from diface.testing import default_scenarios
 >>> [s.name for s in default_scenarios()][:3]
 ['scalar to scalar', 'scalar to vector', 'vector to scalar']
 """
 
+from ._check import Failure, check_operator, tolerances
+from ._kit import Report, Row, benchmark_differentiation, test_differentiation
 from ._scenarios import Scenario, default_scenarios
+from ._structural import structural_scenarios
 
-__all__ = ["Scenario", "default_scenarios"]
+# pytest collects test_* functions from modules it imports: this one is the kit's entry point, not a test
+test_differentiation.__test__ = False  # type: ignore[attr-defined]
+
+__all__ = [
+    "Failure",
+    "Report",
+    "Row",
+    "Scenario",
+    "benchmark_differentiation",
+    "check_operator",
+    "default_scenarios",
+    "structural_scenarios",
+    "test_differentiation",
+    "tolerances",
+]

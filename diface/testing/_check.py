@@ -116,7 +116,19 @@ def check_operator(
     value = scenario.value()
 
     def fail(variant: str, message: str) -> None:
-        failures.append(Failure(repr(backend), scenario.name, operator, variant, message))
+        failures.append(Failure(backend.label(), scenario.name, operator, variant, message))
+
+    for probe_op, tangent, probe_expected in scenario.probes:
+        if probe_op != operator:
+            continue
+        try:
+            got = plain(f, backend, scenario.x, tangent, *scenario.make_contexts())
+        except Exception as e:
+            fail("probe", f"raised {type(e).__name__}: {e}")
+            continue
+        problem = _compare(got, probe_expected, rtol, atol)
+        if problem:
+            fail("probe", f"the recorded result: {problem}")
 
     for batch in (None, 2) if spec.extra else (None,):
         tangents = _tangents(scenario, operator, 1, batch)

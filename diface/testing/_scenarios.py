@@ -41,6 +41,11 @@ class Scenario:
     inplace: bool = False
     #: the function writes into a Cache or into y: needs mutable arrays
     mutates: bool = False
+    #: fixed checks beyond the analytic Jacobian: (operator, tangent, expected result)
+    probes: tuple = ()
+    #: for structural scenarios: the family (where, cat, narrow, clamp) and the input differentiated
+    family: str | None = None
+    role: str | None = None
     _bound: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:

@@ -1,0 +1,233 @@
+"""`python -m diface [info | compare | bench]`: the tour, the backends, cross-engine checks, speed."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import platform
+import sys
+from typing import Any
+
+from ._backend import Backend, catalog
+from ._errors import ArgumentError, DifaceError
+
+__all__ = ["main", "parse_backend"]
+
+
+def parse_backend(spec: str) -> Backend:
+    """`NAME` or `NAME:ARG` (e.g. `jax`, `torch:forward`, `finitediff:complex`) as a backend."""
+    name, _, arg = spec.partition(":")
+    classes = catalog()
+    if name not in classes:
+        raise ArgumentError(f"unknown backend {name!r}; known: {', '.join(sorted(classes))}")
+    return classes[name](arg) if arg else classes[name]()
+
+
+def _default_backends() -> list[Backend]:
+    return [cls() for cls in catalog().values() if cls().is_available()]
+
+
+def _chosen(specs: list[str] | None) -> list[Backend]:
+    backends = [parse_backend(s) for s in specs] if specs else _default_backends()
+    for b in backends:
+        b.require()
+        b.configure_for_float64()
+    return backends
+
+
+def _version(package: str | None) -> str:
+    if package is None:
+        return "-"
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def info(console: Any) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="diface backends")
+    for column in ("name", "backend", "package", "version", "available", "modes", "in-place"):
+        table.add_column(column)
+    for name, cls in sorted(catalog().items()):
+        backend = cls()
+        available = backend.is_available()
+        table.add_row(
+            name,
+            repr(backend),
+            cls.package or "numpy",
+            _version(cls.package or "numpy"),
+            "[green]yes[/]" if available else "[red]no[/]: " + escape(f"pip install 'diface[{cls.extra}]'"),
+            ", ".join(sorted(cls.native_modes)),
+            "yes" if cls.supports_inplace else "no",
+        )
+    console.print(table)
+    console.print(f"diface {_version('diface')}, Python {platform.python_version()}, numpy {_version('numpy')}")
+    return 0
+
+
+def compare(console: Any, specs: list[str] | None, which: str) -> int:
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from .testing import _kit
+    from .testing._scenarios import default_scenarios
+    from .testing._structural import structural_scenarios
+
+    backends = _chosen(specs)
+    scenarios = {
+        "default": default_scenarios(),
+        "structural": structural_scenarios(),
+        "all": default_scenarios() + structural_scenarios(),
+    }[which]
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("checking", total=len(backends) * len(scenarios))
+
+        def step(what: str) -> None:
+            progress.update(task, advance=1, description=escape(what[:70]))
+
+        report = _kit.run_checks(backends, scenarios, progress=step)
+    counts = report.counts()
+    operators = list(dict.fromkeys(op for _, op in counts))
+    table = Table(title=f"diface compare: {len(scenarios)} scenarios, every variant, each call twice")
+    table.add_column("backend")
+    for op in operators:
+        table.add_column(op, justify="center")
+    for backend in dict.fromkeys(b for b, _ in counts):
+        cells = []
+        for op in operators:
+            cell = counts.get((backend, op), {})
+            cells.append(_cell(cell))
+        table.add_row(backend, *cells)
+    console.print(table)
+    expected = [r for r in report.rows if r.status in ("xfail", "xpass")]
+    for reason in dict.fromkeys(r.reason for r in expected):
+        console.print(f"[yellow]expected failure[/]: {escape(reason)}")
+    if report.ok:
+        console.print(f"[green]all {len(report.rows)} checks agree[/]")
+        return 0
+    console.print(f"[red]{len(report.failed)} disagreements[/]:")
+    console.print(report.failure_table(), markup=False, highlight=False)
+    return 1
+
+
+def _cell(cell: dict[str, int]) -> str:
+    if not cell:
+        return ""
+    passed = cell.get("pass", 0) + cell.get("xpass", 0)
+    total = sum(cell.values()) - cell.get("n/a", 0)
+    text = f"[red]{cell['fail']} failed[/] / {total}" if cell.get("fail") else f"[green]{passed}/{total} ok[/]"
+    if cell.get("xfail"):
+        text += f" [yellow]({cell['xfail']} xfail)[/]"
+    if cell.get("n/a"):
+        text += f" [dim]({cell['n/a']} n/a)[/]"
+    return text
+
+
+def bench(console: Any, specs: list[str] | None, plot: str | None) -> int:
+    from rich.markup import escape
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from .testing._bench import compare_speed
+
+    backends = _chosen(specs)
+    if plot:
+        _require_matplotlib()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("timing", total=None)
+        rows = compare_speed(backends, progress=lambda what: progress.update(task, description=escape(what[:70])))
+    table = Table(title="prepared diface call vs the engine called directly (medians of interleaved rounds)")
+    for column in ("backend", "operator", "problem", "n", "diface", "direct", "reference", "ratio"):
+        table.add_column(column, justify="right" if column in ("n", "diface", "direct", "ratio") else "left")
+    for r in rows:
+        colour = "green" if r.ratio <= 1.15 else "yellow" if r.ratio <= 1.5 else "red"
+        table.add_row(
+            r.backend,
+            r.operator,
+            r.problem,
+            str(r.n),
+            _us(r.diface_seconds),
+            _us(r.direct_seconds),
+            r.reference,
+            f"[{colour}]{r.ratio:.2f}[/]",
+        )
+    console.print(table)
+    if plot:
+        _plot(rows, plot)
+        console.print(f"plot written to {plot}")
+    return 0
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.1f} us" if seconds < 1e-2 else f"{seconds * 1e3:,.1f} ms"
+
+
+def _require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        raise DifaceError("--plot needs matplotlib: pip install 'diface[plot]'") from e
+
+
+def _plot(rows: list, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r.backend}\n{r.operator} n={r.n}" for r in rows]
+    ratios = [r.ratio for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(rows)), 4.0))
+    ax.bar(range(len(rows)), ratios, color=["tab:green" if q <= 1.15 else "tab:orange" for q in ratios])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(rows)), labels, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("diface time / direct engine time")
+    ax.set_title("Prepared diface calls against the engines called directly")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m diface",
+        description="diface: one differentiation API over many AD engines. Without a command: a short tour.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="{info,compare,bench}")
+    commands.add_parser("info", help="which backends are available, with versions")
+    c = commands.add_parser("compare", help="run the test kit on every available backend")
+    c.add_argument("--backends", nargs="+", metavar="NAME[:ARG]", help="e.g. jax torch:forward finitediff:complex")
+    c.add_argument("--scenarios", choices=("default", "structural", "all"), default="all")
+    b = commands.add_parser("bench", help="prepared diface calls against the engines called directly")
+    b.add_argument("--backends", nargs="+", metavar="NAME[:ARG]")
+    b.add_argument("--plot", metavar="FILE.png", help="also draw the ratios (needs matplotlib)")
+    args = parser.parse_args(argv)
+
+    from rich.console import Console
+
+    console = Console() if sys.stdout.isatty() else Console(width=150)  # wide tables in logs and pipes
+    try:
+        if args.command is None:
+            from ._tour import tour
+
+            tour()
+            return 0
+        if args.command == "info":
+            return info(console)
+        if args.command == "compare":
+            return compare(console, args.backends, args.scenarios)
+        return bench(console, args.backends, args.plot)
+    except DifaceError as e:
+        from rich.markup import escape
+
+        console.print(f"[red]error[/]: {escape(str(e))}", highlight=False)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""`test_differentiation` and `benchmark_differentiation`: the test kit's two entry points."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import _operators as ops
+from .._prep import OPERATORS
+from .._table import format_table
+from ._check import Failure, _tangents, check_operator, tolerances
+from ._scenarios import Scenario, default_scenarios
+from ._structural import structural_scenarios
+
+__all__ = ["Report", "Row", "benchmark_differentiation", "run_checks", "test_differentiation"]
+
+DOT_PRODUCT = "dot product"
+
+
+@dataclass
+class Row:
+    """The outcome of one backend on one scenario and operator.
+
+    `status` is "pass", "fail", "xfail" (a known engine limit, with its `reason`; the failures are
+    kept), "xpass" (a known limit that did not show), or "n/a" (the scenario cannot run on the
+    backend, with the `reason`).
+    """
+
+    backend: str
+    scenario: str
+    operator: str
+    status: str
+    failures: list[Failure] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass
+class Report:
+    """All rows of a `test_differentiation` run."""
+
+    rows: list[Row]
+
+    @property
+    def failed(self) -> list[Row]:
+        return [r for r in self.rows if r.status == "fail"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def counts(self) -> dict[tuple[str, str], dict[str, int]]:
+        """{(backend, operator): {status: count}}."""
+        table: dict[tuple[str, str], dict[str, int]] = {}
+        for r in self.rows:
+            cell = table.setdefault((r.backend, r.operator), {})
+            cell[r.status] = cell.get(r.status, 0) + 1
+        return table
+
+    def failure_table(self, limit: int = 40) -> str:
+        """backend x scenario x operator, what was expected and what came back."""
+        lines = []
+        for r in self.failed:
+            for f in r.failures:
+                lines.append([r.backend, r.scenario, r.operator, f.variant, f.message])
+        shown = lines[:limit]
+        text = format_table(["backend", "scenario", "operator", "variant", "what differs"], shown)
+        if len(lines) > limit:
+            text += f"\n... and {len(lines) - limit} more"
+        return text
+
+    def __str__(self) -> str:
+        rows = [
+            [backend, op, ", ".join(f"{n} {s}" for s, n in sorted(cell.items()))]
+            for (backend, op), cell in self.counts().items()
+        ]
+        return format_table(["backend", "operator", "results"], rows)
+
+
+def applicable(backend: Any, scenario: Scenario) -> str | None:
+    """Why `scenario` cannot run on `backend` (None if it can)."""
+    if scenario.mutates and not backend.supports_inplace:
+        return "the engine cannot run functions that write into arrays (in-place output or Cache)"
+    return None
+
+
+def dot_product_check(backend: Any, scenario: Scenario, rtol: float, atol: float) -> list[Failure]:
+    """<ty, J tx> = <J^T ty, tx> with the backend's own pushforward and pullback."""
+    f = scenario.bind(backend.array_namespace())
+    tx, ty = _tangents(scenario, "pushforward", 3, None), _tangents(scenario, "pullback", 4, None)
+    kwargs = {"y": np.zeros(scenario.y_shape)} if scenario.inplace else {}
+    try:
+        jtx = ops.pushforward(f, backend, scenario.x, tx, *scenario.make_contexts(), **kwargs)
+        jty = ops.pullback(f, backend, scenario.x, ty, *scenario.make_contexts(), **kwargs)
+    except Exception as e:
+        return [Failure(backend.label(), scenario.name, DOT_PRODUCT, "", f"raised {type(e).__name__}: {e}")]
+    left, right = float(np.sum(ty * np.asarray(jtx))), float(np.sum(np.asarray(jty) * tx))
+    scale = max(abs(left), abs(right), 1.0)
+    if abs(left - right) > atol + rtol * scale:
+        return [
+            Failure(
+                backend.label(), scenario.name, DOT_PRODUCT, "", f"<ty, J tx> = {left!r} but <J^T ty, tx> = {right!r}"
+            )
+        ]
+    return []
+
+
+def test_differentiation(
+    backends: Iterable[Any],
+    scenarios: list[Scenario] | None = None,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    operators: Iterable[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Check backends against analytic (or recorded) results.
+
+    For each backend and scenario (default: `default_scenarios()` and `structural_scenarios()`),
+    every variant of every applicable operator runs unprepared and prepared at the scenario's other
+    point, each call twice; inputs must stay intact; the dot-product identity
+    `<ty, J tx> = <J^T ty, tx>` is checked wherever pushforward and pullback both apply. Tolerances
+    default to each backend's accuracy (see `tolerances`). Known engine limits are reported as
+    expected failures ("xfail") with their reason; scenarios a backend cannot run as "n/a".
+    `progress`, if given, is called with a description before each backend-scenario pair.
+
+    Raises `AssertionError` with a table of the failures, else returns the `Report`.
+
+    Example:
+        >>> import diface as di
+        >>> from diface.testing import default_scenarios, test_differentiation
+        >>> report = test_differentiation([di.AutoFiniteDiff()], default_scenarios()[:2])
+        >>> report.ok, len(report.rows)
+        (True, 15)
+    """
+    report = run_checks(backends, scenarios, rtol=rtol, atol=atol, operators=operators, progress=progress)
+    if not report.ok:
+        raise AssertionError(
+            f"{len(report.failed)} of {len(report.rows)} checks failed:\n{report.failure_table()}\n\nsummary:\n{report}"
+        )
+    return report
+
+
+def run_checks(
+    backends: Iterable[Any],
+    scenarios: list[Scenario] | None = None,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    operators: Iterable[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """`test_differentiation` without the raising: the report, failures included."""
+    backends = list(backends)
+    scenarios = (default_scenarios() + structural_scenarios()) if scenarios is None else list(scenarios)
+    wanted = set(OPERATORS) if operators is None else set(operators)
+    rows: list[Row] = []
+    for backend in backends:
+        name = backend.label()
+        for scenario in scenarios:
+            if progress is not None:
+                progress(f"{name}: {scenario.name}")
+            reason = applicable(backend, scenario)
+            deviation = backend.known_deviation(scenario)
+            checks = [op for op in scenario.operators() if op in wanted]
+            if "pushforward" in checks and "pullback" in checks:
+                checks.append(DOT_PRODUCT)
+            for op in checks:
+                if reason:
+                    rows.append(Row(name, scenario.name, op, "n/a", reason=reason))
+                    continue
+                r_tol, a_tol = tolerances(backend, "gradient" if op == DOT_PRODUCT else op)
+                r_tol, a_tol = (r_tol if rtol is None else rtol), (a_tol if atol is None else atol)
+                if op == DOT_PRODUCT:
+                    failures = dot_product_check(backend, scenario, r_tol, a_tol)
+                else:
+                    failures = check_operator(backend, scenario, op, rtol=r_tol, atol=a_tol)
+                if deviation:
+                    status = "xfail" if failures else "xpass"
+                else:
+                    status = "fail" if failures else "pass"
+                rows.append(Row(name, scenario.name, op, status, failures, deviation or ""))
+    return Report(rows)
+
+
+def benchmark_differentiation(
+    backends: Iterable[Any],
+    scenarios: list[Scenario] | None = None,
+    *,
+    operators: Iterable[str] | None = None,
+    repeat: int = 5,
+) -> list[dict]:
+    """Time every applicable operator of every scenario on every backend, unprepared and prepared.
+
+    Returns rows `{"backend", "scenario", "operator", "prepared", "calls", "seconds"}`: `calls` is
+    the number of times `f` ran during one call (counted through a wrapper; a compiled or recorded
+    preparation may not call it at all), `seconds` the best of `repeat` calls.
+
+    Example:
+        >>> import diface as di
+        >>> from diface.testing import benchmark_differentiation, default_scenarios
+        >>> rows = benchmark_differentiation([di.AutoFiniteDiff()], default_scenarios()[2:3], operators=["gradient"])
+        >>> [(r["operator"], r["prepared"], r["calls"]) for r in rows]
+        [('gradient', False, 9), ('gradient', True, 8)]
+    """
+    scenarios = default_scenarios() if scenarios is None else list(scenarios)
+    wanted = set(OPERATORS) if operators is None else set(operators)
+    rows = []
+    for backend in backends:
+        for scenario in scenarios:
+            if applicable(backend, scenario):
+                continue
+            for op in scenario.operators():
+                if op in wanted:
+                    rows += _time_operator(backend, scenario, op, repeat)
+    return rows
+
+
+def _time_operator(backend: Any, scenario: Scenario, op: str, repeat: int) -> list[dict]:
+    f = scenario.bind(backend.array_namespace())
+    calls = [0]
+
+    def counted(*args: Any) -> Any:
+        calls[0] += 1
+        return f(*args)
+
+    extra = () if OPERATORS[op].extra is None else (_tangents(scenario, op, 5, None),)
+    kwargs = {"y": np.zeros(scenario.y_shape)} if scenario.inplace else {}
+    args = (counted, backend, scenario.x, *extra)
+    prep = getattr(ops, f"prepare_{op}")(*args, *scenario.make_contexts(), **kwargs)
+    operator = getattr(ops, op)
+    rows = []
+    for prepared in (False, True):
+
+        def call(use: Any = prep if prepared else None) -> Any:
+            return operator(*args, *scenario.make_contexts(), prep=use, **kwargs)
+
+        call()  # warm up
+        calls[0] = 0
+        call()
+        n_calls = calls[0]
+        best = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            call()
+            best = min(best, time.perf_counter() - start)
+        rows.append(
+            dict(
+                backend=backend.label(),
+                scenario=scenario.name,
+                operator=op,
+                prepared=prepared,
+                calls=n_calls,
+                seconds=best,
+            )
+        )
+    return rows
