@@ -214,10 +214,10 @@ def test_prepared_calls_at_different_points_are_independent(backend, op, numpy_i
 
 SAME_POINT_CASES = [
     pytest.param(b, s, op, id=f"{b!r}-{s.name}-{op}")
-    for b in (REVERSE, FORWARD)
+    for b in (REVERSE, FORWARD, *COMBINATIONS[:4])
     for s in SCENARIOS.values()
     for op in ("pushforward", "pullback", "hvp")
-    if op in s.operators()
+    if op in s.operators() and (op == "hvp" or not isinstance(b, di.SecondOrder))
 ]
 
 

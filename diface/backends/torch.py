@@ -279,13 +279,13 @@ class AutoTorch(Backend):
         plan = _PLANS[self.mode, inner.mode](problem, inner)
         if op == "hvp":
             return plan.hvp_kernel(extra)
+        if op == "hvp_same_point":
+            return plan.hvp_same_point_kernel(extra)
         if op == "hessian":
             return plan.hessian_kernel()
-        return plan.second_derivative_kernel()
-
-    def prepare_hvp_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
-        # a plain AutoTorch runs hvp reverse over reverse: at a fixed point the gradient's graph is kept
-        return _ReverseOverReverse(problem, AutoTorch("reverse")).hvp_same_point_kernel(tangents)
+        if op == "second_derivative":
+            return plan.second_derivative_kernel()
+        return None  # an operator this engine has nothing native for: the core derives it
 
 
 # -- the user's function -------------------------------------------------------------------------
@@ -837,6 +837,10 @@ class _Plan(abc.ABC):
             return None, gradient, _as_tuple(results)
 
         return hvp_kernel
+
+    def hvp_same_point_kernel(self, tangents: tuple) -> Kernel:
+        """At the preparation point: the plain hvp kernel, unless the composition keeps something."""
+        return self.hvp_kernel(tangents)
 
     def hessian_kernel(self) -> Kernel:
         torch = _torch()
