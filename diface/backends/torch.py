@@ -207,7 +207,8 @@ class AutoTorch(Backend):
     dtype. In-place functions `f(y, x)` write into a tensor.
 
     Example:
-        >>> import numpy as np, torch, diface as di
+        >>> import numpy as np, diface as di
+        >>> import torch
         >>> f = lambda x: torch.sum(x**3)
         >>> di.gradient(f, di.AutoTorch(), np.array([1.0, 2.0]))
         array([ 3., 12.])
