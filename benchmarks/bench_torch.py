@@ -1,8 +1,9 @@
 """Prepared `di.AutoTorch` calls against the fastest direct PyTorch calls, interleaved in one process.
 
-Each row times a call and the direct engine call it is measured against; the ratio is call / direct,
-medians of interleaved rounds (`diface.testing._timing.interleaved`). The rows with a target time the prepared diface
-call (tensor in, tensor out, strict checks on):
+Each row times a call and the direct engine call it is measured against, interleaved in rounds
+(`diface.testing._timing.interleaved`); the ratio is the median over the rounds of each round's
+call / direct. The rows with a target time the prepared diface call (tensor in, tensor out, strict
+checks on):
 
 - gradient (Rosenbrock, n = 10 and 1000) <= 1.10 x `torch.autograd.grad` on a fresh leaf;
 - jacobian (a dense 100 -> 100 map) <= 1.0 x `torch.func.jacrev`;
@@ -19,6 +20,7 @@ against `torch.autograd.grad`. Torch runs on one thread (the machine is shared).
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,24 +146,27 @@ def check_agreement(table: list[Row]) -> None:
         assert torch.allclose(mine, theirs, rtol=1e-10, atol=1e-12), row.label
 
 
+def paired(row: Row, rounds: int, min_time: float) -> tuple[float, float, float]:
+    """(call seconds, direct seconds, ratio): medians over interleaved rounds, the ratio being the median
+    of each round's call / direct. A round times both calls back to back for `min_time` each, so a burst
+    of load from elsewhere on the machine hits both alike or spoils one round, not the verdict."""
+    calls, directs, ratios = [], [], []
+    for _ in range(rounds):
+        t = interleaved({"call": row.call, "direct": row.direct}, rounds=1, min_time=min_time)
+        calls.append(t["call"])
+        directs.append(t["direct"])
+        ratios.append(t["call"] / t["direct"])
+    return statistics.median(calls), statistics.median(directs), statistics.median(ratios)
+
+
 def measure(table: list[Row], rounds: int, min_time: float) -> list[list[str]]:
     lines = []
     for row in table:
-        # short rounds, many of them: a burst of load from elsewhere then hits both calls alike
-        times = interleaved({"call": row.call, "direct": row.direct}, rounds=rounds, min_time=min_time)
-        ratio = times["call"] / times["direct"]
+        call, direct, ratio = paired(row, rounds, min_time)
         verdict = "" if row.target is None else ("ok" if ratio <= row.target else "MISSED")
         target = "" if row.target is None else f"<= {row.target:.2f}"
         lines.append(
-            [
-                row.label,
-                f"{times['call'] * 1e6:.1f}",
-                row.direct_name,
-                f"{times['direct'] * 1e6:.1f}",
-                f"{ratio:.3f}",
-                target,
-                verdict,
-            ]
+            [row.label, f"{call * 1e6:.1f}", row.direct_name, f"{direct * 1e6:.1f}", f"{ratio:.3f}", target, verdict]
         )
     return lines
 
