@@ -48,7 +48,7 @@ from ._operators import (
 )
 from ._prep import Prep
 from ._second_order import SecondOrder
-from .backends import AutoAutograd, AutoFiniteDiff
+from .backends import AutoAutograd, AutoFiniteDiff, AutoTorch
 
 __version__ = "0.1.0"
 
@@ -56,6 +56,7 @@ __all__ = [
     # backends
     "AutoAutograd",
     "AutoFiniteDiff",
+    "AutoTorch",
     "Backend",
     "SecondOrder",
     "check_available",

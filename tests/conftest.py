@@ -12,10 +12,12 @@ import diface as di
 
 FD = di.AutoFiniteDiff
 HAS_AUTOGRAD = importlib.util.find_spec("autograd") is not None
+HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
 def first_order_backends() -> list:
     engines = [di.AutoAutograd()] if HAS_AUTOGRAD else []
+    engines += [di.AutoTorch(), di.AutoTorch("forward")] if HAS_TORCH else []
     return [FD(), FD("forward"), FD("backward"), FD("complex"), ReverseOnly(), *engines]
 
 
@@ -29,12 +31,14 @@ def second_order_backends() -> list:
         di.SecondOrder(ReverseOnly(), FD()),  # reverse over forward
         ReverseOnly(),  # reverse over reverse
         *([di.AutoAutograd()] if HAS_AUTOGRAD else []),  # forward over reverse
+        *([di.AutoTorch()] if HAS_TORCH else []),  # reverse over reverse (tests/test_torch.py has the others)
     ]
 
 
 def engine_backends() -> list:
     """One backend per engine, the most accurate first: the cross-engine tests compare them."""
     exact = [di.AutoAutograd()] if HAS_AUTOGRAD else []
+    exact += [di.AutoTorch()] if HAS_TORCH else []
     return [*exact, FD("complex"), FD()]
 
 

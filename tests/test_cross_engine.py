@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import engine_backends
 
 import diface as di
+from conftest import engine_backends
 from diface.testing._check import tolerances
 
 W = np.random.default_rng(7).standard_normal((3, 5)) / 2

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import first_order_backends
 
+from conftest import first_order_backends
 from diface.testing import structural_scenarios
 from diface.testing._check import check_operator
 from diface.testing._structural import FAMILIES, apply, linearize, load_records

@@ -2,5 +2,6 @@
 
 from .autograd import AutoAutograd
 from .finitediff import AutoFiniteDiff
+from .torch import AutoTorch
 
-__all__ = ["AutoAutograd", "AutoFiniteDiff"]
+__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoTorch"]
