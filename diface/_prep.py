@@ -82,9 +82,11 @@ class Prep:
     __slots__ = (
         "_constants",
         "_fast",
+        "_native_type",
         "_only_x",
         "_point",
         "_scalar_result",
+        "_structure",
         "_x_spec",
         "_x_type",
         "backend",
@@ -117,6 +119,7 @@ class Prep:
         batch: int | None,
         to_user: bool,
         point: tuple[Any, tuple],
+        structure: tuple,
     ) -> None:
         ops = problem.ops
         self.f = problem.f
@@ -135,8 +138,10 @@ class Prep:
         self.dtype = ops.result_type(self.x_dtype, self.y_dtype)
         self.user_dtype = ops.to_numpy(ops.zeros((), self.dtype)).dtype if to_user else self.dtype
         self._only_x = len(signature.labels) == 1
+        self._structure = _structure(*structure)
         self._x_spec = signature.specs[0]
         self._x_type = self._x_spec[0]
+        self._native_type = type(problem.x)
         # calls with nothing but x, of an operator without tangents, that need no conversion take a
         # shorter path through run(); a 0-d NumPy result still becomes a NumPy scalar there
         self._fast = self._only_x and not to_user and not same_point and self.op.extra is None
@@ -158,10 +163,11 @@ class Prep:
         backend_ok = backend is None or backend is self.backend or backend == self.backend
         if f_ok and backend_ok:
             if self._only_x and extra is None and not contexts and y is None:
-                ok = (type(x), getattr(x, "dtype", None), getattr(x, "shape", None)) == self.signature.specs[0]
+                ok = (type(x), getattr(x, "dtype", None), getattr(x, "shape", None)) == self._x_spec
             else:
-                labels, values = _labelled(self.op, x, extra, contexts, y)
-                ok = labels == self.signature.labels and self.signature.matches(values)
+                ok = self._structure == _structure(extra, contexts, y) and self.signature.matches(
+                    _values(x, extra, contexts, y)
+                )
             if ok and (not self.same_point or self._same_point_holds(x, contexts)):
                 return
         self._mismatch(x, extra, contexts, y, f_ok, backend_ok)
@@ -221,24 +227,9 @@ class Prep:
         if check and self.strict:
             self.check(x, extra, contexts, y)
         ops = self.ops
-        xn = x if ops.is_native(x) else native_x(ops, x)
-        if self.op.extra is None:
-            tn = None
-        else:
-            batched = type(extra) is tuple
-            if batched != (self.batch is not None):
-                raise ArgumentError(
-                    f"{self.op.name}: prepared for {'a tuple of tangents' if self.batch is not None else 'one tangent'}"
-                    f", called with {'a tuple' if batched else 'a single tangent'}"
-                )
-            dtype = self.x_dtype if self.op.extra == "tx" else self.y_dtype
-            tn = tuple(
-                t if ops.is_native(t) else _native_tangent(ops, t, xn, dtype, self.op.name, self.op.extra)
-                for t in (extra if batched else (extra,))
-            )
-        cv = tuple(c.value for c in contexts)
-        if ops is not NUMPY:
-            cv = tuple(ops.asarray(v, like=xn) if isinstance(v, np.ndarray) else v for v in cv)
+        xn = x if type(x) is self._native_type or ops.is_native(x) else native_x(ops, x)
+        tn = None if self.op.extra is None else self._tangents_in(extra, xn)
+        cv = self._contexts_in(contexts, xn) if contexts else ()
         yn = None if y is None else (y if ops.is_native(y) else ops.asarray(y, like=xn))
         if out is not None:
             self._check_out(out, full, extra)
@@ -246,6 +237,31 @@ class Prep:
         if y is not None and yn is not y:
             np.copyto(y, ops.to_numpy(yn))
         return self._deliver(r, full, type(extra) is tuple, out, y)
+
+    def _tangents_in(self, extra: Any, xn: Any) -> tuple:
+        """The call's tangents as a tuple of native arrays."""
+        batched = type(extra) is tuple
+        if batched != (self.batch is not None):
+            raise ArgumentError(
+                f"{self.op.name}: prepared for {'a tuple of tangents' if self.batch is not None else 'one tangent'}"
+                f", called with {'a tuple' if batched else 'a single tangent'}"
+            )
+        ops, native_type = self.ops, self._native_type
+        tangents = extra if batched else (extra,)
+        if all(type(t) is native_type for t in tangents):
+            return tangents
+        dtype = self.x_dtype if self.op.extra == "tx" else self.y_dtype
+        return tuple(
+            t if ops.is_native(t) else _native_tangent(ops, t, xn, dtype, self.op.name, self.op.extra)
+            for t in tangents
+        )
+
+    def _contexts_in(self, contexts: tuple, xn: Any) -> tuple:
+        """The call's context values, NumPy arrays converted to the backend's arrays."""
+        values = tuple(c.value for c in contexts)
+        if self.ops is NUMPY:
+            return values
+        return tuple(self.ops.asarray(v, like=xn) if isinstance(v, np.ndarray) else v for v in values)
 
     def _check_out(self, out: Any, full: bool, extra: Any) -> None:
         shapes = self.op.result_shapes(self.x_shape, self.y_shape)
@@ -290,6 +306,12 @@ class Prep:
             raise ArgumentError(f"{name}: out= buffer has dtype {buf.dtype}, the result has dtype {self.user_dtype}")
 
     def _deliver(self, r: tuple, full: bool, batched: bool, out: Any, y: Any) -> Any:
+        if not full and out is None:  # the plain operator, returned rather than written
+            d = r[-1]
+            if self.op.extra is None:
+                return self._result(d, None)
+            items = tuple(self._result(v, None) for v in d)
+            return items if batched else items[0]
         results = r[1:] if full else r[-1:]
         n = len(results)
         buffers = (out if n > 1 else (out,)) if out is not None else (None,) * n
@@ -331,6 +353,18 @@ class Prep:
 def _kind(a: Any) -> str:
     shape = getattr(a, "shape", None)
     return type(a).__name__ + (f" of shape {tuple(shape)}" if shape is not None else "")
+
+
+def _structure(extra: Any, contexts: tuple, y: Any) -> tuple:
+    """What must match between a call and its preparation besides the specs of the values: how many
+    tangents (None for a single one), the kinds of the contexts, whether there is a y."""
+    return (len(extra) if type(extra) is tuple else None, tuple(type(c) for c in contexts), y is not None)
+
+
+def _values(x: Any, extra: Any, contexts: tuple, y: Any) -> tuple:
+    """The values of a call in the order of `_labelled`: x, tangents, context values, y."""
+    tangents = () if extra is None else extra if type(extra) is tuple else (extra,)
+    return (x, *tangents, *(getattr(c, "value", c) for c in contexts), *(() if y is None else (y,)))
 
 
 def _labelled(op: OpSpec, x: Any, extra: Any, contexts: tuple, y: Any) -> tuple[tuple, tuple]:
@@ -474,6 +508,7 @@ def prepare(
         batch=batch,
         to_user=to_user,
         point=(x, tuple(c.value for c in contexts if isinstance(c, Constant))),
+        structure=(extra, contexts, y),
     )
 
 
