@@ -48,13 +48,14 @@ from ._operators import (
 )
 from ._prep import Prep
 from ._second_order import SecondOrder
-from .backends import AutoFiniteDiff
+from .backends import AutoFiniteDiff, AutoJAX
 
 __version__ = "0.1.0"
 
 __all__ = [
     # backends
     "AutoFiniteDiff",
+    "AutoJAX",
     "Backend",
     "SecondOrder",
     "check_available",

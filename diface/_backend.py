@@ -112,7 +112,8 @@ class Backend(abc.ABC):
         return native if native is not None else _derive.derive_hvp(outer, inner, problem, tangents)
 
     def prepare_hvp_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
-        return self.prepare_hvp(problem, tangents)
+        native = self._native_second_order("hvp_same_point", problem, tangents)
+        return native if native is not None else self.prepare_hvp(problem, tangents)
 
     def prepare_hessian(self, problem: Problem) -> Kernel:
         native = self._native_second_order("hessian", problem, None)
@@ -134,8 +135,9 @@ class Backend(abc.ABC):
         return outer.prepare_second_order(op, inner, problem, extra)
 
     def prepare_second_order(self, op: str, inner: Backend, problem: Problem, extra: Any) -> Kernel | None:
-        """A native kernel for second-order operator `op` ("hvp", "hessian", "second_derivative")
-        with this backend outside and `inner` inside, or None to derive it. Engines that compose with
+        """A native kernel for second-order operator `op` ("hvp", "hvp_same_point", "hessian",
+        "second_derivative") with this backend outside and `inner` inside, or None to derive it
+        ("hvp_same_point" falls back to the "hvp" kernel). Engines that compose with
         themselves (forward-over-reverse in one engine) override this."""
         return None
 

@@ -80,11 +80,14 @@ class Prep:
     op: ClassVar[OpSpec]
 
     __slots__ = (
+        "_cast",
         "_constants",
         "_fast",
         "_only_x",
         "_point",
         "_scalar_result",
+        "_x_dtype",
+        "_x_shape",
         "_x_spec",
         "_x_type",
         "backend",
@@ -136,7 +139,9 @@ class Prep:
         self.user_dtype = ops.to_numpy(ops.zeros((), self.dtype)).dtype if to_user else self.dtype
         self._only_x = len(signature.labels) == 1
         self._x_spec = signature.specs[0]
-        self._x_type = self._x_spec[0]
+        self._x_type, self._x_dtype, self._x_shape = self._x_spec
+        # results need a cast to the result dtype unless the kernel says they have it already
+        self._cast = getattr(kernel, "result_dtype", None) != self.dtype
         # calls with nothing but x, of an operator without tangents, that need no conversion take a
         # shorter path through run(); a 0-d NumPy result still becomes a NumPy scalar there
         self._fast = self._only_x and not to_user and not same_point and self.op.extra is None
@@ -205,7 +210,11 @@ class Prep:
             if (
                 check
                 and self.strict
-                and (type(x), getattr(x, "dtype", None), getattr(x, "shape", None)) != self._x_spec
+                and (
+                    type(x) is not self._x_type
+                    or getattr(x, "dtype", None) != self._x_dtype
+                    or getattr(x, "shape", None) != self._x_shape
+                )
             ):
                 self.check(x, extra, contexts, y)
             if type(x) is not self._x_type and not self.ops.is_native(x):
@@ -213,7 +222,7 @@ class Prep:
             r = self.kernel(x, None, (), None, full)
             if not full:
                 d = r[-1]
-                if d.dtype != self.dtype:
+                if self._cast and d.dtype != self.dtype:
                     d = self.ops.astype(d, self.dtype)
                 return d[()] if self._scalar_result and type(d) is np.ndarray else d
             results = tuple(self._result(d, None) for d in r[1:])
@@ -308,7 +317,7 @@ class Prep:
         return (self._value(r[0], y), *delivered)
 
     def _result(self, d: Any, buf: Any) -> Any:
-        if getattr(d, "dtype", None) != self.dtype:
+        if self._cast and getattr(d, "dtype", None) != self.dtype:
             d = self.ops.astype(d, self.dtype)
         if self.to_user:
             d = self.ops.to_numpy(d)

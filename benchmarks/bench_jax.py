@@ -1,0 +1,101 @@
+"""Prepared AutoJAX calls against the fastest direct JAX call, interleaved in one process.
+
+For each case: the direct call (`jax.jit` of `jax.grad`, `jax.jacrev` or `jax.hessian`), the prepared
+diface call through the prep's method (`prep.gradient(x)`, strict checks on), the same with
+`strict=False`, and through the operator (`di.gradient(f, b, x, prep=prep)`). Inputs are JAX float64
+arrays, so nothing is converted; every call waits for its result (`block_until_ready`). Ratios are
+diface / direct, medians of interleaved rounds (`_timing.interleaved`); the run is repeated
+`--repeats` times and each ratio is shown as median [min-max] over the repeats.
+
+Targets (issue 3): gradient (Rosenbrock, n = 10 and 1000), jacobian (dense 100 -> 100 map) and
+hessian (n = 100) within 1.15 of the direct call.
+
+    python benchmarks/bench_jax.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _timing import interleaved
+
+import diface as di
+from diface._tour import format_table
+
+jax.config.update("jax_enable_x64", True)
+
+A = jnp.asarray(np.random.default_rng(0).standard_normal((100, 100)) / 10)
+
+
+def rosenbrock(x):
+    return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def dense_map(x):
+    return jnp.tanh(A @ x) + x**2
+
+
+CASES = [
+    # (label, operator, function, n, direct JAX transform)
+    ("gradient, Rosenbrock", "gradient", rosenbrock, 10, jax.grad),
+    ("gradient, Rosenbrock", "gradient", rosenbrock, 1000, jax.grad),
+    ("jacobian, dense map", "jacobian", dense_map, 100, jax.jacrev),
+    ("hessian, Rosenbrock", "hessian", rosenbrock, 100, jax.hessian),
+]
+
+
+def measure(operator: str, f, n: int, transform) -> dict[str, float]:
+    x = jnp.linspace(-1.0, 1.0, n)
+    backend = di.AutoJAX()
+    prepare = getattr(di, f"prepare_{operator}")
+    prep = prepare(f, backend, x)
+    unchecked = prepare(f, backend, x, strict=False)
+    method, unchecked_method = getattr(prep, operator), getattr(unchecked, operator)
+    op = getattr(di, operator)
+    direct = jax.jit(transform(f))
+    np.testing.assert_allclose(np.asarray(method(x)), np.asarray(direct(x)), rtol=1e-12, atol=1e-12)
+    return interleaved(
+        {
+            "direct": lambda: direct(x).block_until_ready(),
+            "prep": lambda: method(x).block_until_ready(),
+            "unchecked": lambda: unchecked_method(x).block_until_ready(),
+            "operator": lambda: op(f, backend, x, prep=prep).block_until_ready(),
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    rows = []
+    for label, operator, f, n, transform in CASES:
+        runs = [measure(operator, f, n, transform) for _ in range(args.repeats)]
+
+        def ratio(name: str, runs: list = runs) -> str:
+            r = [t[name] / t["direct"] for t in runs]
+            return f"{statistics.median(r):.3f} [{min(r):.2f}-{max(r):.2f}]"
+
+        direct_us = statistics.median(t["direct"] for t in runs) * 1e6
+        prep_us = statistics.median(t["prep"] for t in runs) * 1e6
+        rows.append(
+            [
+                label,
+                str(n),
+                f"{direct_us:.1f}",
+                f"{prep_us:.1f}",
+                ratio("prep"),
+                ratio("unchecked"),
+                ratio("operator"),
+            ]
+        )
+    header = ["case", "n", "direct (us)", "prep (us)", "ratio prep", "ratio strict=False", "ratio di.op(prep=)"]
+    print(format_table(header, rows))
+
+
+if __name__ == "__main__":
+    main()
