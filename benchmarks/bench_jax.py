@@ -10,7 +10,11 @@ diface / direct, medians of interleaved rounds (`_timing.interleaved`); the run 
 Targets (issue 3): gradient (Rosenbrock, n = 10 and 1000), jacobian (dense 100 -> 100 map) and
 hessian (n = 100) within 1.15 of the direct call.
 
-    python benchmarks/bench_jax.py [--repeats 3]
+    python benchmarks/bench_jax.py [--repeats 3] [--breakdown]
+
+`--breakdown` times the layers of one prepared gradient call (Rosenbrock, n = 10) against the
+direct call: the AutoJAX kernel alone, the core's call path without and with the strict check, and
+the prep method a user calls.
 """
 
 from __future__ import annotations
@@ -68,10 +72,44 @@ def measure(operator: str, f, n: int, transform) -> dict[str, float]:
     )
 
 
+def breakdown(repeats: int) -> None:
+    x = jnp.linspace(-1.0, 1.0, 10)
+    prep = di.prepare_gradient(rosenbrock, di.AutoJAX(), x)
+    kernel = prep.kernel
+    direct = jax.jit(jax.grad(rosenbrock))
+    layers = {
+        "direct: jax.jit(jax.grad(f))(x)": lambda: direct(x),
+        "AutoJAX kernel(x, None, (), None, False)": lambda: kernel(x, None, (), None, False),
+        "core call path, no check: prep.run(..., check=False)": lambda: prep.run(False, x, None, (), None, None, False),
+        "core call path, strict check: prep.run(..., check=True)": lambda: prep.run(
+            False, x, None, (), None, None, True
+        ),
+        "prep.gradient(x)": lambda: prep.gradient(x),
+    }
+    runs = [interleaved(layers, rounds=25) for _ in range(repeats)]
+    rows = []
+    for name in layers:
+        us = [t[name] * 1e6 for t in runs]
+        extra = [(t[name] - t["direct: jax.jit(jax.grad(f))(x)"]) * 1e6 for t in runs]
+        rows.append(
+            [
+                name,
+                f"{statistics.median(us):.2f}",
+                f"{statistics.median(extra):+.2f} [{min(extra):+.2f}..{max(extra):+.2f}]",
+            ]
+        )
+    print("Layers of a prepared gradient call (Rosenbrock, n = 10; dispatch only, no blocking):")
+    print(format_table(["layer", "us", "over direct (us)"], rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--breakdown", action="store_true", help="time the layers of one prepared call")
     args = parser.parse_args()
+    if args.breakdown:
+        breakdown(args.repeats)
+        return
     rows = []
     for label, operator, f, n, transform in CASES:
         runs = [measure(operator, f, n, transform) for _ in range(args.repeats)]
