@@ -20,9 +20,9 @@ from diface.testing._check import SECOND_ORDER, check_operator  # noqa: E402
 jax.config.update("jax_enable_x64", True)  # also done in conftest; the scenarios are float64
 
 FORWARD, REVERSE = di.AutoJAX("forward"), di.AutoJAX("reverse")
-# The default AutoJAX() (reverse, jit; forward over reverse for second order) also runs through every
-# scenario in tests/test_operators.py (tests/conftest.py lists it); here: the other configurations.
-FIRST_ORDER = [FORWARD, di.AutoJAX(jit=False)]
+FIRST_ORDER = [REVERSE, FORWARD, di.AutoJAX(jit=False)]
+# a plain AutoJAX() is SecondOrder(AutoJAX("forward"), AutoJAX("reverse")) for second-order operators
+# (it also runs through every scenario in tests/test_operators.py, which tests/conftest.py lists it for)
 SECOND_ORDER_BACKENDS = {
     "forward over reverse": di.SecondOrder(FORWARD, REVERSE),
     "reverse over forward": di.SecondOrder(REVERSE, FORWARD),
@@ -397,7 +397,7 @@ def test_agrees_with_finite_differences_on_every_operator():
         return jnp.tanh(jnp.asarray(a) @ x) + x[:3] ** 3
 
     fd, fd2 = di.AutoFiniteDiff("complex"), di.SecondOrder(di.AutoFiniteDiff("complex"), di.AutoFiniteDiff())
-    for b in (REVERSE, FORWARD, di.SecondOrder(REVERSE, FORWARD)):
+    for b in (REVERSE, FORWARD, di.SecondOrder(REVERSE, FORWARD), di.SecondOrder(FORWARD, FORWARD)):
         assert close(di.gradient(scalar_jax, b, x), di.gradient(scalar_np, fd, x), 1e-12)
         assert close(di.jacobian(vector_jax, b, x), di.jacobian(vector_np, fd, x), 1e-12)
         assert close(di.pushforward(vector_jax, b, x, v), di.pushforward(vector_np, fd, x, v), 1e-12)
