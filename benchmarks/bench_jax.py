@@ -10,7 +10,14 @@ diface / direct, medians of interleaved rounds (`_timing.interleaved`); the run 
 Targets (issue 3): gradient (Rosenbrock, n = 10 and 1000), jacobian (dense 100 -> 100 map) and
 hessian (n = 100) within 1.15 of the direct call.
 
-    python benchmarks/bench_jax.py [--repeats 3] [--breakdown]
+    python benchmarks/bench_jax.py [--repeats 3] [--breakdown] [--async-dispatch]
+
+JAX runs CPU computations asynchronously by default: the call returns at once and the work runs on
+another thread, so waiting for a result includes a thread hand-off whose latency, on this shared
+2-core machine, ranges from ~1 to ~30 us and swamps the differences being measured (a Rosenbrock
+gradient at n = 1000 took 33 us asynchronously and 6 us synchronously in the same session). The
+benchmark therefore turns asynchronous CPU dispatch off (`jax_cpu_enable_async_dispatch`) for both
+sides, which makes the figures repeatable to ~0.05 us; `--async-dispatch` keeps JAX's default.
 
 `--breakdown` times the layers of one prepared gradient call (Rosenbrock, n = 10) against the
 direct call: the AutoJAX kernel alone, the core's call path without and with the strict check, and
@@ -32,7 +39,7 @@ from diface._tour import format_table
 
 jax.config.update("jax_enable_x64", True)
 
-A = jnp.asarray(np.random.default_rng(0).standard_normal((100, 100)) / 10)
+A = np.random.default_rng(0).standard_normal((100, 100)) / 10  # a JAX array once main() has configured JAX
 
 
 def rosenbrock(x):
@@ -106,7 +113,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--breakdown", action="store_true", help="time the layers of one prepared call")
+    parser.add_argument("--async-dispatch", action="store_true", help="keep JAX's asynchronous CPU dispatch")
     args = parser.parse_args()
+    # before JAX makes its CPU client (the first array), which reads the setting
+    jax.config.update("jax_cpu_enable_async_dispatch", args.async_dispatch)
+    global A
+    A = jnp.asarray(A)
+    print(f"JAX {jax.__version__}, CPU dispatch {'asynchronous' if args.async_dispatch else 'synchronous'}")
     if args.breakdown:
         breakdown(args.repeats)
         return
