@@ -48,7 +48,7 @@ from ._operators import (
 )
 from ._prep import Prep
 from ._second_order import SecondOrder
-from .backends import AutoAutograd, AutoFiniteDiff, AutoTorch
+from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoTorch
 
 __version__ = "0.1.0"
 
@@ -56,6 +56,7 @@ __all__ = [
     # backends
     "AutoAutograd",
     "AutoFiniteDiff",
+    "AutoJAX",
     "AutoTorch",
     "Backend",
     "SecondOrder",

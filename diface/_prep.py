@@ -80,6 +80,7 @@ class Prep:
     op: ClassVar[OpSpec]
 
     __slots__ = (
+        "_cast",
         "_constants",
         "_fast",
         "_native_type",
@@ -87,6 +88,8 @@ class Prep:
         "_point",
         "_scalar_result",
         "_structure",
+        "_x_dtype",
+        "_x_shape",
         "_x_spec",
         "_x_type",
         "backend",
@@ -140,8 +143,10 @@ class Prep:
         self._only_x = len(signature.labels) == 1
         self._structure = _structure(*structure)
         self._x_spec = signature.specs[0]
-        self._x_type = self._x_spec[0]
+        self._x_type, self._x_dtype, self._x_shape = self._x_spec
         self._native_type = type(problem.x)
+        # results need a cast to the result dtype unless the kernel says they have it already
+        self._cast = getattr(kernel, "result_dtype", None) != self.dtype
         # calls with nothing but x, of an operator without tangents, that need no conversion take a
         # shorter path through run(); a 0-d NumPy result still becomes a NumPy scalar there
         self._fast = self._only_x and not to_user and not same_point and self.op.extra is None
@@ -211,7 +216,11 @@ class Prep:
             if (
                 check
                 and self.strict
-                and (type(x), getattr(x, "dtype", None), getattr(x, "shape", None)) != self._x_spec
+                and (
+                    type(x) is not self._x_type
+                    or getattr(x, "dtype", None) != self._x_dtype
+                    or getattr(x, "shape", None) != self._x_shape
+                )
             ):
                 self.check(x, extra, contexts, y)
             if type(x) is not self._x_type and not self.ops.is_native(x):
@@ -219,7 +228,7 @@ class Prep:
             r = self.kernel(x, None, (), None, full)
             if not full:
                 d = r[-1]
-                if d.dtype != self.dtype:
+                if self._cast and d.dtype != self.dtype:
                     d = self.ops.astype(d, self.dtype)
                 return d[()] if self._scalar_result and type(d) is np.ndarray else d
             results = tuple(self._result(d, None) for d in r[1:])
@@ -252,8 +261,7 @@ class Prep:
             return tangents
         dtype = self.x_dtype if self.op.extra == "tx" else self.y_dtype
         return tuple(
-            t if ops.is_native(t) else _native_tangent(ops, t, xn, dtype, self.op.name, self.op.extra)
-            for t in tangents
+            t if ops.is_native(t) else _native_tangent(ops, t, xn, dtype, self.op.name, self.op.extra) for t in tangents
         )
 
     def _contexts_in(self, contexts: tuple, xn: Any) -> tuple:
@@ -330,7 +338,7 @@ class Prep:
         return (self._value(r[0], y), *delivered)
 
     def _result(self, d: Any, buf: Any) -> Any:
-        if getattr(d, "dtype", None) != self.dtype:
+        if self._cast and getattr(d, "dtype", None) != self.dtype:
             d = self.ops.astype(d, self.dtype)
         if self.to_user:
             d = self.ops.to_numpy(d)

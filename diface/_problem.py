@@ -28,6 +28,8 @@ __all__ = ["Problem", "Kernel"]
 #:   tangents gives a tuple of results. Results are fresh arrays: they never alias a kernel's
 #:   internal buffers, so a caller may keep them across calls.
 #: - an in-place `f` leaves `f(x)` in `y` after every call.
+#: - a kernel may carry an attribute `result_dtype`: the dtype all its derivative results (not the
+#:   value) already have, `result_type(x.dtype, y.dtype)`; the call path then skips casting them.
 Kernel = Callable[[Any, Any, tuple, Any, bool], tuple]
 
 

@@ -2,6 +2,7 @@
 
 from .autograd import AutoAutograd
 from .finitediff import AutoFiniteDiff
+from .jax import AutoJAX
 from .torch import AutoTorch
 
-__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoTorch"]
+__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoJAX", "AutoTorch"]
