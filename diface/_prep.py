@@ -79,37 +79,6 @@ class Prep:
 
     op: ClassVar[OpSpec]
 
-    __slots__ = (
-        "_cast",
-        "_constants",
-        "_fast",
-        "_native_type",
-        "_only_x",
-        "_point",
-        "_scalar_result",
-        "_structure",
-        "_x_dtype",
-        "_x_shape",
-        "_x_spec",
-        "_x_type",
-        "backend",
-        "batch",
-        "dtype",
-        "f",
-        "kernel",
-        "ops",
-        "same_point",
-        "signature",
-        "strict",
-        "to_user",
-        "user_dtype",
-        "user_numpy",
-        "x_dtype",
-        "x_shape",
-        "y_dtype",
-        "y_shape",
-    )
-
     def __init__(
         self,
         problem: Problem,
@@ -151,6 +120,11 @@ class Prep:
         # shorter path through run(); a 0-d NumPy result still becomes a NumPy scalar there
         self._fast = self._only_x and not to_user and not same_point and self.op.extra is None
         self._scalar_result = self.user_numpy and self.op.result_shapes(self.x_shape, self.y_shape)[-1] == ()
+        # a kernel may offer `x_only(x)`: the plain result from x alone, as the user gets it (a compiled
+        # program, say); then the plain operator's method calls it with nothing but the strict check
+        self._x_only = getattr(kernel, "x_only", None) if self._fast and not self._scalar_result else None
+        if self._x_only is not None:
+            self._install_direct_path()
         # same-point preparations remember the point: x and the Constant values, as the user gave them
         self._point, self._constants = point if same_point else (None, ())
 
@@ -160,6 +134,24 @@ class Prep:
             f"<{type(self).__name__} of {name} on {self.backend!r}: x {self.x_dtype} {self.x_shape}, "
             f"y {self.y_dtype} {self.y_shape}{', same point' if self.same_point else ''}>"
         )
+
+    def _install_direct_path(self) -> None:
+        """Shadow the plain operator's method (`prep.gradient`, ...) with a closure that calls the
+        kernel's `x_only` program directly when given nothing but x: one Python call around it."""
+        name = self.op.name
+        general = getattr(type(self), name)
+        x_only, x_type, x_dtype, x_shape = self._x_only, self._x_type, self._x_dtype, self._x_shape
+        prep = self
+
+        def direct(x: Any, *contexts: Context, out: Any = None, **y: Any) -> Any:
+            if contexts or out is not None or y:
+                return general(prep, x, *contexts, out=out, **y)
+            if prep.strict and (type(x) is not x_type or x.dtype != x_dtype or x.shape != x_shape):
+                prep.check(x, None, (), None)
+            return x_only(x)
+
+        direct.__name__, direct.__doc__ = name, general.__doc__
+        setattr(self, name, direct)
 
     # -- checking --------------------------------------------------------------------------------
     def check(self, x: Any, extra: Any, contexts: tuple, y: Any, f: Any = None, backend: Any = None) -> None:
@@ -211,6 +203,14 @@ class Prep:
     # -- running ---------------------------------------------------------------------------------
     def run(self, full: bool, x: Any, extra: Any, contexts: tuple, out: Any, y: Any, check: bool) -> Any:
         """One operator call: the plain operator (`full=False`) or its full variant."""
+        if self._x_only is not None and not full and extra is None and not contexts and out is None and y is None:
+            if (
+                check
+                and self.strict
+                and (type(x) is not self._x_type or x.dtype != self._x_dtype or x.shape != self._x_shape)
+            ):
+                self.check(x, extra, contexts, y)
+            return self._x_only(x)
         if extra is None and not contexts and out is None and y is None and self._fast:
             # the hot path: nothing but x, in the backend's own arrays
             if (
@@ -556,13 +556,22 @@ def call(
     if prep is None:
         prep = prepare(op, f, backend, x, extra, contexts, y, strict=False, single_use=True)
         return prep.run(full, x, extra, contexts, out, y, check=False)
-    if type(prep) is not PREP_CLASSES[op.name]:
+    if getattr(prep, "op", None) is not op:
         made_by = getattr(getattr(prep, "op", None), "name", None)
         raise PreparationMismatchError(
             f"{op.name}: prep= must come from di.prepare_{op.name}(...)"
             + (f", this one was made by di.prepare_{made_by}" if made_by else f", got {_kind(prep)}")
         )
-    if prep.strict and not ((f is prep.f or f == prep.f) and (backend is prep.backend or backend == prep.backend)):
+    same_function = (f is prep.f or f == prep.f) and (backend is prep.backend or backend == prep.backend)
+    x_only = prep._x_only
+    if x_only is not None and not full and extra is None and not contexts and out is None and y is None:
+        # the plain operator on nothing but x, with a program for it: check and call, nothing else
+        if prep.strict and not (
+            same_function and type(x) is prep._x_type and x.dtype == prep._x_dtype and x.shape == prep._x_shape
+        ):
+            prep.check(x, extra, contexts, y, f, backend)
+        return x_only(x)
+    if prep.strict and not same_function:
         prep.check(x, extra, contexts, y, f, backend)  # raises, naming f or the backend
     return prep.run(full, x, extra, contexts, out, y, check=True)
 
@@ -573,7 +582,6 @@ def call(
 class PushforwardPrep(Prep):
     """Preparation for `pushforward` and `value_and_pushforward`."""
 
-    __slots__ = ()
     op = OPERATORS["pushforward"]
 
     def pushforward(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -588,7 +596,6 @@ class PushforwardPrep(Prep):
 class PullbackPrep(Prep):
     """Preparation for `pullback` and `value_and_pullback`."""
 
-    __slots__ = ()
     op = OPERATORS["pullback"]
 
     def pullback(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -603,7 +610,6 @@ class PullbackPrep(Prep):
 class DerivativePrep(Prep):
     """Preparation for `derivative` and `value_and_derivative`."""
 
-    __slots__ = ()
     op = OPERATORS["derivative"]
 
     def derivative(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -618,7 +624,6 @@ class DerivativePrep(Prep):
 class GradientPrep(Prep):
     """Preparation for `gradient` and `value_and_gradient`."""
 
-    __slots__ = ()
     op = OPERATORS["gradient"]
 
     def gradient(self, x: Any, *contexts: Context, out: Any = None) -> Any:
@@ -633,7 +638,6 @@ class GradientPrep(Prep):
 class JacobianPrep(Prep):
     """Preparation for `jacobian` and `value_and_jacobian`."""
 
-    __slots__ = ()
     op = OPERATORS["jacobian"]
 
     def jacobian(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -648,7 +652,6 @@ class JacobianPrep(Prep):
 class SecondDerivativePrep(Prep):
     """Preparation for `second_derivative` and `value_derivative_and_second_derivative`."""
 
-    __slots__ = ()
     op = OPERATORS["second_derivative"]
 
     def second_derivative(self, x: Any, *contexts: Context, out: Any = None) -> Any:
@@ -663,7 +666,6 @@ class SecondDerivativePrep(Prep):
 class HessianPrep(Prep):
     """Preparation for `hessian` and `value_gradient_and_hessian`."""
 
-    __slots__ = ()
     op = OPERATORS["hessian"]
 
     def hessian(self, x: Any, *contexts: Context, out: Any = None) -> Any:
@@ -678,7 +680,6 @@ class HessianPrep(Prep):
 class HvpPrep(Prep):
     """Preparation for `hvp` and `gradient_and_hvp`."""
 
-    __slots__ = ()
     op = OPERATORS["hvp"]
 
     def hvp(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> Any:
@@ -689,6 +690,21 @@ class HvpPrep(Prep):
 
     __call__ = hvp
 
+
+for _cls in (
+    PushforwardPrep,
+    PullbackPrep,
+    DerivativePrep,
+    GradientPrep,
+    JacobianPrep,
+    SecondDerivativePrep,
+    HessianPrep,
+    HvpPrep,
+):
+    for _name in (_cls.op.name, _cls.op.full_name):
+        getattr(
+            _cls, _name
+        ).__doc__ = f"`di.{_name}` with this preparation: the same arguments, without f, the backend and prep=."
 
 PREP_CLASSES: dict[str, type[Prep]] = {
     cls.op.name: cls

@@ -193,6 +193,7 @@ class AutoJAX(Backend):
     supports_inplace: ClassVar[bool] = False
     package: ClassVar[str | None] = "jax"
     extra: ClassVar[str | None] = "jax"
+    cli_name: ClassVar[str] = "jax"
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
@@ -213,6 +214,11 @@ class AutoJAX(Backend):
         import jax.numpy
 
         return jax.numpy
+
+    def configure_for_float64(self) -> None:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
 
     def second_order_backends(self) -> tuple[Backend, Backend]:
         # forward over reverse: the cheapest Hessian-vector products (what jax.hessian does)
@@ -378,6 +384,7 @@ def x_only_kernel(plain: Callable, full: Callable, problem: Problem, entries: in
 
         kernel = second_order_kernel
     kernel.result_dtype = dtype
+    kernel.x_only = program  # the prepared plain call: one compiled dispatch, nothing around it
     return kernel
 
 

@@ -1,0 +1,57 @@
+"""Preparation internals a backend can rely on: the direct path of `x_only` programs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+import diface as di
+
+
+@dataclass(frozen=True)
+class WithProgram(di.AutoFiniteDiff):
+    """Finite differences whose gradient kernel also offers `x_only`: a program of x alone."""
+
+    def prepare_gradient(self, problem: Any) -> Any:
+        kernel = super().prepare_gradient(problem)
+        calls = []
+
+        def program(x: Any) -> Any:
+            calls.append(x)
+            return kernel(x, None, (), None, False)[1]
+
+        kernel.x_only = program
+        kernel.calls = calls
+        return kernel
+
+
+f = lambda x: np.sum(x**3)
+x = np.array([1.0, 2.0])
+
+
+def test_plain_calls_with_only_x_go_straight_to_the_program():
+    b = WithProgram()
+    prep = di.prepare_gradient(f, b, np.zeros(2))
+    calls = prep.kernel.calls
+    np.testing.assert_allclose(prep.gradient(x), 3 * x**2, rtol=1e-8)
+    np.testing.assert_allclose(di.gradient(f, b, x, prep=prep), 3 * x**2, rtol=1e-8)
+    assert len(calls) == 2
+    # everything else takes the general path
+    y, _ = prep.value_and_gradient(x)
+    out = np.empty(2)
+    assert prep.gradient(x, out=out) is out
+    assert len(calls) == 2 and y == 9.0
+
+
+def test_the_direct_path_still_checks():
+    b = WithProgram()
+    prep = di.prepare_gradient(f, b, np.zeros(2))
+    with pytest.raises(di.PreparationMismatchError, match=r"shape \(2,\) at preparation, \(3,\) now"):
+        prep.gradient(np.ones(3))
+    with pytest.raises(di.PreparationMismatchError, match="another function"):
+        di.gradient(lambda x: np.sum(x), b, x, prep=prep)
+    with pytest.raises(di.PreparationMismatchError, match="dtype float64 at preparation, float32 now"):
+        di.gradient(f, b, x.astype(np.float32), prep=prep)
