@@ -10,6 +10,9 @@ import pytest
 from toy_backends import ReverseOnly
 
 import diface as di
+from diface.testing import default_scenarios
+from diface.testing._check import SECOND_ORDER, check_operator
+from diface.testing._kit import applicable
 
 FD = di.AutoFiniteDiff
 HAS_AUTOGRAD = importlib.util.find_spec("autograd") is not None
@@ -23,10 +26,16 @@ if HAS_JAX:
     jax.config.update("jax_enable_x64", True)
 
 
-def first_order_backends() -> list:
+def engine_defaults() -> list:
+    """Each installed engine's backend with its default settings (its test file runs the others)."""
     engines = [di.AutoAutograd()] if HAS_AUTOGRAD else []
-    engines += [di.AutoTorch(), di.AutoTorch("forward")] if HAS_TORCH else []
+    engines += [di.AutoTorch()] if HAS_TORCH else []
     engines += [di.AutoJAX()] if HAS_JAX else []
+    return engines
+
+
+def first_order_backends() -> list:
+    engines = engine_defaults()
     return [FD(), FD("forward"), FD("backward"), FD("complex"), ReverseOnly(), *engines]
 
 
@@ -39,9 +48,7 @@ def second_order_backends() -> list:
         di.SecondOrder(FD(), ReverseOnly()),  # forward over reverse
         di.SecondOrder(ReverseOnly(), FD()),  # reverse over forward
         ReverseOnly(),  # reverse over reverse
-        *([di.AutoAutograd()] if HAS_AUTOGRAD else []),  # forward over reverse
-        *([di.AutoTorch()] if HAS_TORCH else []),  # reverse over reverse (tests/test_torch.py has the others)
-        *([di.AutoJAX()] if HAS_JAX else []),  # forward over reverse, compiled whole
+        *engine_defaults(),  # their own second-order compositions (the engines' test files run the others)
     ]
 
 
@@ -51,6 +58,35 @@ def engine_backends() -> list:
     exact += [di.AutoAutograd()] if HAS_AUTOGRAD else []
     exact += [di.AutoTorch()] if HAS_TORCH else []
     return [*exact, FD("complex"), FD()]
+
+
+def operator_cases(backends: list, second_order: bool, scenarios: list | None = None) -> list:
+    """pytest parameters (backend, scenario, operator) for `check_operator`: first- or second-order
+    operators of every scenario; scenarios a backend cannot run are skipped with the reason, and known
+    engine limits are strict expected failures with theirs."""
+    cases = []
+    for backend in backends:
+        for scenario in default_scenarios() if scenarios is None else scenarios:
+            for op in scenario.operators():
+                if (op in SECOND_ORDER) != second_order:
+                    continue
+                marks = []
+                reason = applicable(backend, scenario)
+                if reason:
+                    marks.append(pytest.mark.skip(reason=f"{backend.label()}: {reason}"))
+                deviation = backend.known_deviation(scenario)
+                if deviation:
+                    marks.append(pytest.mark.xfail(reason=deviation, strict=True))
+                cases.append(
+                    pytest.param(backend, scenario, op, marks=marks, id=f"{backend.label()}-{scenario.name}-{op}")
+                )
+    return cases
+
+
+def assert_operator(backend, scenario, op) -> None:
+    """`check_operator` finds nothing wrong."""
+    failures = check_operator(backend, scenario, op)
+    assert not failures, "\n".join(map(str, failures))
 
 
 @pytest.fixture

@@ -9,18 +9,19 @@ import importlib.util
 import numpy as np
 import pytest
 
+from conftest import assert_operator, operator_cases
+
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import diface as di  # noqa: E402
 from diface.backends.jax import JaxOps  # noqa: E402
 from diface.testing import default_scenarios  # noqa: E402
-from diface.testing._check import SECOND_ORDER, check_operator  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)  # also done in conftest; the scenarios are float64
 
 FORWARD, REVERSE = di.AutoJAX("forward"), di.AutoJAX("reverse")
-FIRST_ORDER = [REVERSE, FORWARD, di.AutoJAX(jit=False)]
+FIRST_ORDER = [FORWARD, di.AutoJAX(jit=False)]  # REVERSE, the default, runs in tests/test_operators.py
 # a plain AutoJAX() is SecondOrder(AutoJAX("forward"), AutoJAX("reverse")) for second-order operators
 # (it also runs through every scenario in tests/test_operators.py, which tests/conftest.py lists it for)
 SECOND_ORDER_BACKENDS = {
@@ -31,33 +32,16 @@ SECOND_ORDER_BACKENDS = {
     "plain, no jit": di.AutoJAX(jit=False),
 }
 SCENARIOS = default_scenarios()
-IMMUTABLE = "JAX arrays are immutable: f cannot write into y or into a Cache (see test_writing_f_fails_with_jax_error)"
 
 
-def _cases(backends: dict, second_order: bool) -> list:
-    cases = []
-    for label, backend in backends.items():
-        for scenario in SCENARIOS:
-            for op in scenario.operators():
-                if (op in SECOND_ORDER) != second_order:
-                    continue
-                marks = ()
-                if scenario.mutates:
-                    marks = pytest.mark.skip(reason=IMMUTABLE)
-                cases.append(pytest.param(backend, scenario, op, id=f"{label}-{scenario.name}-{op}", marks=marks))
-    return cases
-
-
-@pytest.mark.parametrize(("backend", "scenario", "op"), _cases({repr(b): b for b in FIRST_ORDER}, False))
+@pytest.mark.parametrize(("backend", "scenario", "op"), operator_cases(FIRST_ORDER, False))
 def test_first_order(backend, scenario, op):
-    failures = check_operator(backend, scenario, op)
-    assert not failures, "\n".join(map(str, failures))
+    assert_operator(backend, scenario, op)
 
 
-@pytest.mark.parametrize(("backend", "scenario", "op"), _cases(SECOND_ORDER_BACKENDS, True))
+@pytest.mark.parametrize(("backend", "scenario", "op"), operator_cases(list(SECOND_ORDER_BACKENDS.values()), True))
 def test_second_order(backend, scenario, op):
-    failures = check_operator(backend, scenario, op)
-    assert not failures, "\n".join(map(str, failures))
+    assert_operator(backend, scenario, op)
 
 
 # -- a function with analytic derivatives, for the engine-specific tests ---------------------------

@@ -9,37 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-import diface as di
-from conftest import first_order_backends, second_order_backends
-from diface.testing import default_scenarios
-from diface.testing._check import SECOND_ORDER, check_operator
-
-SCENARIOS = default_scenarios()
+from conftest import assert_operator, first_order_backends, operator_cases, second_order_backends
 
 
-def _cases(backends: list, second_order: bool) -> list:
-    cases = []
-    for backend in backends:
-        for scenario in SCENARIOS:
-            for op in scenario.operators():
-                if (op in SECOND_ORDER) == second_order:
-                    marks = ()
-                    if scenario.mutates and not di.check_inplace(backend):
-                        reason = f"{backend!r} cannot run functions that write into arrays (y= or a Cache)"
-                        marks = pytest.mark.skip(reason=reason)
-                    cases.append(
-                        pytest.param(backend, scenario, op, id=f"{backend!r}-{scenario.name}-{op}", marks=marks)
-                    )
-    return cases
-
-
-@pytest.mark.parametrize(("backend", "scenario", "op"), _cases(first_order_backends(), False))
+@pytest.mark.parametrize(("backend", "scenario", "op"), operator_cases(first_order_backends(), False))
 def test_first_order(backend, scenario, op):
-    failures = check_operator(backend, scenario, op)
-    assert not failures, "\n".join(map(str, failures))
+    assert_operator(backend, scenario, op)
 
 
-@pytest.mark.parametrize(("backend", "scenario", "op"), _cases(second_order_backends(), True))
+@pytest.mark.parametrize(("backend", "scenario", "op"), operator_cases(second_order_backends(), True))
 def test_second_order(backend, scenario, op):
-    failures = check_operator(backend, scenario, op)
-    assert not failures, "\n".join(map(str, failures))
+    assert_operator(backend, scenario, op)

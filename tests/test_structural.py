@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import first_order_backends
+from conftest import assert_operator, first_order_backends, operator_cases
 from diface.testing import structural_scenarios
-from diface.testing._check import check_operator
 from diface.testing._structural import FAMILIES, apply, linearize, load_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,23 +68,8 @@ def test_generator_reproduces_the_shipped_file():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-SCENARIOS = structural_scenarios()
-
-
-def _cases() -> list:
-    cases = []
-    for backend in first_order_backends():
-        for scenario in SCENARIOS:
-            for op in scenario.operators():
-                marks = []
-                deviation = backend.known_deviation(scenario)
-                if deviation:
-                    marks.append(pytest.mark.xfail(reason=deviation, strict=True))
-                cases.append(pytest.param(backend, scenario, op, marks=marks, id=f"{backend!r}-{scenario.name}-{op}"))
-    return cases
-
-
-@pytest.mark.parametrize(("backend", "scenario", "op"), _cases())
+@pytest.mark.parametrize(
+    ("backend", "scenario", "op"), operator_cases(first_order_backends(), False, structural_scenarios())
+)
 def test_backend_against_the_database(backend, scenario, op):
-    failures = check_operator(backend, scenario, op)
-    assert not failures, "\n".join(map(str, failures))
+    assert_operator(backend, scenario, op)
