@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._arrays import NUMPY, ArrayOps, framework_ops, register_array_ops
+from .._arrays import NUMPY, ArrayOps, NumpyOps, framework_ops, register_array_ops
 from .._backend import Backend
 from .._contexts import Cache
 from .._errors import ArgumentError, NotSupportedError
@@ -1031,9 +1031,10 @@ class _SecondOrderPlan:
 
 
 # -- arrays inside a trace ------------------------------------------------------------------------------
-class _ArrayBoxOps(ArrayOps):
+class _ArrayBoxOps(NumpyOps):
     """autograd's traced arrays (boxes), as the core sees them when diface runs inside a function that
-    autograd differentiates: immutable, computed on with `autograd.numpy`."""
+    autograd differentiates: NumPy's dtypes and constructors, immutable values computed on with
+    `autograd.numpy`."""
 
     name = "autograd"
     mutable = False
@@ -1045,17 +1046,8 @@ class _ArrayBoxOps(ArrayOps):
         self.anp = anp
         self.array_types = (ArrayBox,)
 
-    def asarray(self, a: Any, like: Any = None) -> Any:
-        return np.asarray(a)
-
     def to_numpy(self, a: Any) -> np.ndarray:
         return np.asarray(_AG.getval(a))
-
-    def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any:
-        return np.zeros(shape, dtype)
-
-    def eye(self, n: int, dtype: Any, like: Any = None) -> Any:
-        return np.eye(n, dtype=dtype)
 
     def copy(self, a: Any) -> Any:
         return a  # boxes are immutable values
@@ -1089,21 +1081,6 @@ class _ArrayBoxOps(ArrayOps):
 
     def astype(self, a: Any, dtype: Any) -> Any:
         return a if a.dtype == dtype else a.astype(dtype)
-
-    def result_type(self, *dtypes: Any) -> Any:
-        return np.result_type(*dtypes)
-
-    def is_floating(self, dtype: Any) -> bool:
-        return np.issubdtype(dtype, np.floating)
-
-    def is_complex(self, dtype: Any) -> bool:
-        return np.issubdtype(dtype, np.complexfloating)
-
-    def eps(self, dtype: Any) -> float:
-        return float(np.finfo(dtype).eps)
-
-    def complex_dtype(self, dtype: Any) -> Any:
-        return np.result_type(dtype, np.complex64)
 
 
 def _box_ops() -> ArrayOps:
