@@ -16,6 +16,7 @@ from ._errors import (
     NotSupportedError,
     PreparationMismatchError,
     ShapeError,
+    TapeMismatchError,
 )
 from ._operators import (
     derivative,
@@ -48,13 +49,14 @@ from ._operators import (
 )
 from ._prep import Prep
 from ._second_order import SecondOrder
-from .backends import AutoFiniteDiff
+from .backends import AutoFiniteDiff, AutoTape
 
 __version__ = "0.1.0"
 
 __all__ = [
     # backends
     "AutoFiniteDiff",
+    "AutoTape",
     "Backend",
     "SecondOrder",
     "check_available",
@@ -99,4 +101,5 @@ __all__ = [
     "NotSupportedError",
     "PreparationMismatchError",
     "ShapeError",
+    "TapeMismatchError",
 ]

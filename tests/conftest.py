@@ -12,7 +12,7 @@ FD = di.AutoFiniteDiff
 
 
 def first_order_backends() -> list:
-    return [FD(), FD("forward"), FD("backward"), FD("complex"), ReverseOnly()]
+    return [FD(), FD("forward"), FD("backward"), FD("complex"), ReverseOnly(), di.AutoTape()]
 
 
 def second_order_backends() -> list:
@@ -24,6 +24,8 @@ def second_order_backends() -> list:
         di.SecondOrder(FD(), ReverseOnly()),  # forward over reverse
         di.SecondOrder(ReverseOnly(), FD()),  # reverse over forward
         ReverseOnly(),  # reverse over reverse
+        di.AutoTape(),  # forward over the recorded reverse sweep
+        di.SecondOrder(FD(), di.AutoTape()),  # finite differences of the tape's gradient
     ]
 
 
