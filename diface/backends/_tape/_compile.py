@@ -141,18 +141,16 @@ class Reverse:
             if prim.scatter:
                 steps.append(prim.vjp_step(i, ins, y, g, b, target, node.params))
                 continue
+            linear = prim.vjp_linear(i, ins, g, b, node.params)
+            if linear is not None:
+                steps += _add_view(target, linear, assign, b, scratch)
+                continue
             in_shape = slots[s].shape
             out_shape = slots[node.output].shape
             if prim.elementwise and in_shape != out_shape:
                 big = scratch(lead + out_shape, target.dtype)
                 steps.append(prim.vjp_step(i, ins, y, g, b, big, node.params))
-                axes, kept = reduce_axes(lead + out_shape, in_shape, b)
-                if assign:
-                    steps.append(partial(np.sum, big, axis=axes, keepdims=True, out=target.reshape(kept)))
-                else:
-                    small = scratch(lead + in_shape, target.dtype)
-                    steps.append(partial(np.sum, big, axis=axes, keepdims=True, out=small.reshape(kept)))
-                    steps.append(partial(np.add, target, small, target))
+                steps += _add_view(target, (1, big), assign, b, scratch)
             elif assign:
                 steps.append(prim.vjp_step(i, ins, y, g, b, target, node.params))
             else:
@@ -169,6 +167,29 @@ class Reverse:
         for step in self.steps:
             step()
         return self.result
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    return len(shape) <= len(target) and all(n in (1, t) for n, t in zip(shape[::-1], target[::-1]))
+
+
+def _add_view(target: np.ndarray, linear: tuple[int, Any], assign: bool, b: int, scratch: _Scratch) -> list:
+    """Steps writing (assign) or adding `sign * view` into `target`, broadcasting a smaller view and
+    summing a larger one (broadcast axes) down to the target's shape."""
+    sign, view = linear
+    if _broadcasts_to(view.shape, target.shape):
+        if assign:
+            return [partial(np.copyto, target, view) if sign == 1 else partial(np.negative, view, target)]
+        return [partial(np.add if sign == 1 else np.subtract, target, view, target)]
+    axes, kept = reduce_axes(view.shape, target.shape[b:], b)
+    if assign:
+        steps = [partial(np.add.reduce, view, axes, None, target.reshape(kept), True)]
+        return steps if sign == 1 else [*steps, partial(np.negative, target, target)]
+    small = scratch(target.shape, target.dtype)
+    return [
+        partial(np.add.reduce, view, axes, None, small.reshape(kept), True),
+        partial(np.add if sign == 1 else np.subtract, target, small, target),
+    ]
 
 
 class Tangent:

@@ -17,7 +17,23 @@ from ._prim import Prim, into, scale
 
 __all__ = ["CLIP", "NONDIFF_UFUNCS", "UFUNC_PRIMS", "WHERE", "Ufunc"]
 
-Partial = Any  # (ins, y, out) -> array or number
+Partial = Any  # a number, Arg(k) (the value of input k), or a function (ins, y, out) -> array
+
+
+class Arg(int):
+    """A partial derivative equal to the value of input k (d(a*b)/da = b)."""
+
+
+def partial_value(p: Partial, ins: tuple, y: Any, out: Any) -> Any:
+    if isinstance(p, Arg):
+        return ins[p]
+    if isinstance(p, (int, float)):
+        return p
+    return p(ins, y, out)
+
+
+#: ufuncs whose Python-number operands can be converted to the output dtype once, at preparation
+_ARITHMETIC = (np.add, np.subtract, np.multiply, np.divide, np.power, np.maximum, np.minimum)
 
 
 class Ufunc(Prim):
@@ -37,6 +53,8 @@ class Ufunc(Prim):
         return self.ufunc(*ins, out=out)
 
     def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
+        if self.ufunc in _ARITHMETIC and out.dtype.kind == "f":
+            ins = tuple(np.asarray(a, dtype=out.dtype) if isinstance(a, (int, float)) else a for a in ins)
         return partial(self.ufunc, *ins, out)
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None) -> Any:
@@ -44,7 +62,7 @@ class Ufunc(Prim):
         for i, t in enumerate(ts):
             if t is None:
                 continue
-            p = self.partials[i](ins, y, None)
+            p = partial_value(self.partials[i], ins, y, None)
             if r is None:
                 r = scale(t, p, out)
             else:
@@ -52,21 +70,49 @@ class Ufunc(Prim):
         return r
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:
-        p = self.partials[i](ins, y, out if b == 0 else None)
+        p = partial_value(self.partials[i], ins, y, out if b == 0 else None)
         return scale(g, p, out)
+
+    # prepared sweeps: one or two NumPy calls per step, no temporaries
+    def jvp_step(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any, params: dict) -> Any:
+        active = [i for i, t in enumerate(ts) if t is not None]
+        if len(active) == 1:
+            i = active[0]
+            p = self.partials[i]
+            if isinstance(p, Arg):
+                return partial(np.multiply, ts[i], ins[p], out)
+            if isinstance(p, (int, float)):
+                return partial(np.multiply, ts[i], p, out) if p not in (1, -1) else _sign_step(p, ts[i], out)
+            if b == 0:
+                return partial(_times_partial, p, ins, y, ts[i], out)
+        return super().jvp_step(ins, y, ts, b, out, params)
+
+    def vjp_linear(self, i: int, ins: tuple, g: Any, b: int, params: dict) -> tuple[int, Any] | None:
+        p = self.partials[i]
+        return (int(p), g) if isinstance(p, (int, float)) and not isinstance(p, Arg) and p in (1, -1) else None
+
+    def vjp_step(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any, params: dict) -> Any:
+        p = self.partials[i]
+        if isinstance(p, Arg):
+            return partial(np.multiply, g, ins[p], out)
+        if isinstance(p, (int, float)):
+            return partial(np.multiply, g, p, out)
+        if b == 0:
+            return partial(_times_partial, p, ins, y, g, out)
+        return super().vjp_step(i, ins, y, g, b, out, params)
+
+
+def _times_partial(p: Any, ins: tuple, y: Any, t: Any, out: Any) -> None:
+    np.multiply(p(ins, y, out), t, out)
+
+
+def _sign_step(sign: int, t: Any, out: Any) -> Any:
+    return partial(np.copyto, out, t) if sign == 1 else partial(np.negative, t, out)
 
 
 # -- local partial derivatives ------------------------------------------------------------------
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
-
-
-def _const(c: float) -> Partial:
-    return lambda ins, y, out: c
-
-
-def _input(k: int) -> Partial:
-    return lambda ins, y, out: ins[k]
 
 
 def _reciprocal_of(k: int, c: float = 1.0) -> Partial:
@@ -181,12 +227,12 @@ def _neg_quotient(rounding: Any) -> Partial:  # d remainder(a, b)/db = -round(a 
     return lambda ins, y, out: np.negative(rounding(np.divide(ins[0], ins[1])), out=out)
 
 
-_ONE, _MINUS_ONE = _const(1.0), _const(-1.0)
+_ONE, _MINUS_ONE = 1.0, -1.0
 
 _DIFFERENTIABLE: dict[np.ufunc, tuple] = {
     np.add: (_ONE, _ONE),
     np.subtract: (_ONE, _MINUS_ONE),
-    np.multiply: (_input(1), _input(0)),
+    np.multiply: (Arg(1), Arg(0)),
     np.divide: (_reciprocal_of(1), _d_divide_denominator),
     np.power: (_d_power_base, _d_power_exponent),
     np.float_power: (_d_power_base, _d_power_exponent),
@@ -226,8 +272,8 @@ _DIFFERENTIABLE: dict[np.ufunc, tuple] = {
     np.arctan2: (_arctan2_part(0), _arctan2_part(1)),
     np.logaddexp: (_logaddexp_part(0, False), _logaddexp_part(1, False)),
     np.logaddexp2: (_logaddexp_part(0, True), _logaddexp_part(1, True)),
-    np.deg2rad: (_const(math.pi / 180.0),),
-    np.rad2deg: (_const(180.0 / math.pi),),
+    np.deg2rad: (math.pi / 180.0,),
+    np.rad2deg: (180.0 / math.pi,),
     np.copysign: (_d_copysign, None),
     np.remainder: (_ONE, _neg_quotient(np.floor)),
     np.fmod: (_ONE, _neg_quotient(np.trunc)),

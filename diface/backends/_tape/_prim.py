@@ -68,6 +68,11 @@ class Prim:
         """Scatter primitives: add the contribution for input `i` into `target` (buffers only)."""
         raise NotImplementedError
 
+    def vjp_linear(self, i: int, ins: tuple, g: Any, b: int, params: dict) -> tuple[int, Any] | None:
+        """When the contribution to input `i` is +-1 times a view of the cotangent buffer `g` (before
+        summing over broadcast axes): (sign, view). Prepared sweeps then add it without a temporary."""
+        return None
+
     # -- prepared replay: zero-argument steps over fixed buffers ------------------------------------
     def view(self, ins: tuple, **params: Any) -> Any:
         """Viewable primitives: the output as a view of the input buffers, or None."""

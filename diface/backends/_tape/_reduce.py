@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,17 +33,25 @@ class _Sum(Prim):
     def forward(self, a: Any, out: Any = None, axis: tuple = (), keepdims: bool = False) -> Any:
         return np.sum(a, axis=axis, keepdims=keepdims, out=out)
 
-    def jvp(
-        self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, axis: tuple = (), keepdims: bool = False
-    ) -> Any:
-        return np.sum(ts[0], axis=_shift(axis, b), keepdims=keepdims, out=out)
+    def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
+        return partial(np.add.reduce, ins[0], params["axis"], None, out, params["keepdims"])
 
-    def vjp(
-        self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, axis: tuple = (), keepdims: bool = False
-    ) -> Any:
+    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, **p: Any) -> Any:
+        return np.sum(ts[0], axis=_shift(p["axis"], b), keepdims=p["keepdims"], out=out)
+
+    def jvp_step(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any, params: dict) -> Any:
+        return partial(np.add.reduce, ts[0], _shift(params["axis"], b), None, out, params["keepdims"])
+
+    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, **p: Any) -> Any:
         a_shape = shape_of(ins[0])
-        g = _expand(g, a_shape, axis, b)
-        return into(out, np.broadcast_to(g, shape_of(g)[:b] + a_shape))
+        g = _expand(g, a_shape, p["axis"], b)
+        if out is not None:
+            np.copyto(out, g)
+            return out
+        return np.broadcast_to(g, shape_of(g)[:b] + a_shape)
+
+    def vjp_linear(self, i: int, ins: tuple, g: Any, b: int, params: dict) -> tuple[int, Any] | None:
+        return 1, _expand(g, ins[0].shape, params["axis"], b)  # broadcast by the sweep
 
 
 SUM = _Sum()

@@ -36,6 +36,10 @@ class _Reshape(Prim):
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, shape: tuple = ()) -> Any:
         return into(out, np.reshape(g, shape_of(g)[:b] + shape_of(ins[0])))
 
+    def vjp_linear(self, i: int, ins: tuple, g: Any, b: int, params: dict) -> tuple[int, Any] | None:
+        v = g.reshape(g.shape[:b] + ins[0].shape)
+        return (1, v) if np.shares_memory(v, g) else None
+
 
 RESHAPE = _Reshape()
 
@@ -55,6 +59,9 @@ class _Transpose(Prim):
         inverse = tuple(int(k) for k in np.argsort(axes))
         return into(out, np.transpose(g, tuple(range(b)) + tuple(a + b for a in inverse)))
 
+    def vjp_linear(self, i: int, ins: tuple, g: Any, b: int, params: dict) -> tuple[int, Any] | None:
+        return 1, self.vjp(i, ins, None, g, b, None, **params)
+
 
 TRANSPOSE = _Transpose()
 
@@ -73,6 +80,9 @@ class _BroadcastTo(Prim):
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, shape: tuple = ()) -> Any:
         return reduce_to(g, shape_of(ins[0]), b, out)
+
+    def vjp_linear(self, i: int, ins: tuple, g: Any, b: int, params: dict) -> tuple[int, Any] | None:
+        return 1, g  # summed over the broadcast axes by the sweep
 
 
 BROADCAST_TO = _BroadcastTo()
@@ -317,6 +327,9 @@ class _Concatenate(Prim):
         start = sum(shape_of(a)[axis] for a in ins[:i])
         stop = start + shape_of(ins[i])[axis]
         return into(out, g[(slice(None),) * (axis + b) + (slice(start, stop),)])
+
+    def vjp_linear(self, i: int, ins: tuple, g: Any, b: int, params: dict) -> tuple[int, Any] | None:
+        return 1, self.vjp(i, ins, None, g, b, None, **params)
 
 
 CONCATENATE = _Concatenate()
