@@ -55,6 +55,8 @@ class Ufunc(Prim):
     def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
         if self.ufunc in _ARITHMETIC and out.dtype.kind == "f":
             ins = tuple(np.asarray(a, dtype=out.dtype) if isinstance(a, (int, float)) else a for a in ins)
+        if self.ufunc in (np.maximum, np.minimum):  # a positional out is deprecated for these two
+            return partial(self.ufunc, *ins, out=out)
         return partial(self.ufunc, *ins, out)
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None) -> Any:
@@ -273,7 +275,9 @@ _DIFFERENTIABLE: dict[np.ufunc, tuple] = {
     np.logaddexp: (_logaddexp_part(0, False), _logaddexp_part(1, False)),
     np.logaddexp2: (_logaddexp_part(0, True), _logaddexp_part(1, True)),
     np.deg2rad: (math.pi / 180.0,),
+    np.radians: (math.pi / 180.0,),
     np.rad2deg: (180.0 / math.pi,),
+    np.degrees: (180.0 / math.pi,),
     np.copysign: (_d_copysign, None),
     np.remainder: (_ONE, _neg_quotient(np.floor)),
     np.fmod: (_ONE, _neg_quotient(np.trunc)),
@@ -323,10 +327,10 @@ class _Where(Prim):
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None) -> Any:
         ta = 0.0 if ts[1] is None else ts[1]
         tb = 0.0 if ts[2] is None else ts[2]
-        return self.forward(ins[0], ta, tb, out)
+        return self.apply(ins[0], ta, tb, out=out)
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:
-        return self.forward(ins[0], g, 0.0, out) if i == 1 else self.forward(ins[0], 0.0, g, out)
+        return self.apply(ins[0], g, 0.0, out=out) if i == 1 else self.apply(ins[0], 0.0, g, out=out)
 
 
 WHERE = _Where()
@@ -361,7 +365,7 @@ class _Clip(Prim):
         return into(out, r)
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:
-        return WHERE.forward(self._regions(ins)[i], g, 0.0, out)
+        return WHERE.apply(self._regions(ins)[i], g, 0.0, out=out)
 
 
 CLIP = _Clip()

@@ -121,7 +121,11 @@ def normalize(key: Any, shape: tuple) -> Key:
         adv_front = len(np.broadcast_shapes(*shapes))
     n_ints = sum(1 for e in template if type(e) is int)
     basic_view = not has_arrays and n_ints < len(shape)
-    unique = not has_arrays or (not any(isinstance(a, Traced) for a in arrays) and _unique(template, arrays, shape))
+    traced = [a for a in arrays if isinstance(a, Traced)]
+    if not traced:
+        unique = _unique(template, arrays, shape)
+    else:  # a traced boolean mask alone selects each element at most once
+        unique = len(arrays) == 1 and traced[0].dtype == np.bool_
     return Key(tuple(template), tuple(arrays), basic_view, adv_front, tuple(traced_masks), unique)
 
 

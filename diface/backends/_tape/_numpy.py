@@ -232,11 +232,12 @@ def _sum(
     initial: Any = _NO,
     where: Any = _NO,
 ) -> Any:
-    _no("numpy.sum", initial=initial, where=where)
+    _no("numpy.sum", where=where)
     a = operand(a)
     if dtype is not None:
         a = a.astype(dtype)
-    return _write_out(SUM(a, axis=_axes(axis, _ndim(a)), keepdims=bool(keepdims)), out)
+    r = SUM(a, axis=_axes(axis, _ndim(a)), keepdims=bool(keepdims))
+    return _write_out(r if initial is _NO else np.add(r, initial), out)
 
 
 def _count(shape: tuple, axes: tuple) -> int:
@@ -324,22 +325,26 @@ def _prod(
     initial: Any = _NO,
     where: Any = _NO,
 ) -> Any:
-    _no("numpy.prod", initial=initial, where=where)
+    _no("numpy.prod", where=where)
     a = operand(a)
     if dtype is not None:
         a = a.astype(dtype)
-    return _write_out(PROD(a, axis=_axes(axis, _ndim(a)), keepdims=bool(keepdims)), out)
+    r = PROD(a, axis=_axes(axis, _ndim(a)), keepdims=bool(keepdims))
+    return _write_out(r if initial is _NO else np.multiply(r, initial), out)
 
 
 def _extreme(prim: Any, name: str) -> Callable:
     def handler(
         a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = _NO, where: Any = _NO
     ) -> Any:
-        _no(name, initial=initial, where=where)
+        _no(name, where=where)
         a = operand(a)
-        if a.size == 0:
+        if a.size == 0 and initial is _NO:
             raise ValueError(f"zero-size array to reduction operation {prim.name}imum which has no identity")
-        return _write_out(prim(a, axis=_axes(axis, _ndim(a)), keepdims=bool(keepdims)), out)
+        r = prim(a, axis=_axes(axis, _ndim(a)), keepdims=bool(keepdims))
+        if initial is not _NO:
+            r = (np.maximum if prim is AMAX else np.minimum)(r, initial)
+        return _write_out(r, out)
 
     return handler
 

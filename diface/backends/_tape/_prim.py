@@ -54,6 +54,12 @@ class Prim:
     def __repr__(self) -> str:
         return f"<tape op {self.name}>"
 
+    def apply(self, *args: Any, out: Any = None, **params: Any) -> Any:
+        """This operation inside a rule: into `out` on buffers, recorded on traced arrays."""
+        if out is None:
+            return self(*args, **params)
+        return self.forward(*args, out=out, **params)
+
     # -- rules ------------------------------------------------------------------------------------
     def forward(self, *ins: Any, out: Any = None, **params: Any) -> Any:
         raise NotImplementedError

@@ -99,10 +99,10 @@ class _Astype(Prim):
         return out
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, dtype: Any = None) -> Any:
-        return self.forward(ts[0], out, dtype=dtype)
+        return self.apply(ts[0], out=out, dtype=dtype)
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, dtype: Any = None) -> Any:
-        return self.forward(g, out, dtype=dtype_of(ins[0]))
+        return self.apply(g, out=out, dtype=dtype_of(ins[0]))
 
 
 ASTYPE = _Astype()
@@ -216,7 +216,7 @@ class _IndexAdd(Prim):
         if b:
             tv = _move_batch(expand_to(tv, _region_shape(ins, p), b), p["adv_front"], False)
             p = dict(p, template=_batched(p["template"], b))
-        return self.forward(base, tv, *ins[2:], out=out, **p)
+        return self.apply(base, tv, *ins[2:], out=out, **p)
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, **p: Any) -> Any:
         if i == 0:
@@ -286,12 +286,12 @@ class _Setitem(Prim):
             tv = _move_batch(expand_to(tv, _region_shape(ins, p), b), p["adv_front"], False)
         if b:
             p = dict(p, template=_batched(p["template"], b))
-        return self.forward(base, tv, *ins[2:], out=out, **p)
+        return self.apply(base, tv, *ins[2:], out=out, **p)
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, **p: Any) -> Any:
         if i == 0:
             bp = dict(p, template=_batched(p["template"], b)) if b else p
-            return self.forward(g, 0.0, *ins[2:], out=out, **bp)
+            return self.apply(g, 0.0, *ins[2:], out=out, **bp)
         region = GETITEM.jvp((None, *ins[2:]), None, (g,), b, None, **p)
         return reduce_to(region, shape_of(ins[1]), b, out)
 
@@ -321,7 +321,7 @@ class _Concatenate(Prim):
         pieces = tuple(
             t if t is not None else np.zeros(lead + shape_of(a), dtype=dtype_of(t0)) for a, t in zip(ins, ts)
         )
-        return self.forward(*pieces, out=out, axis=axis + b)
+        return self.apply(*pieces, out=out, axis=axis + b)
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, axis: int = 0) -> Any:
         start = sum(shape_of(a)[axis] for a in ins[:i])
