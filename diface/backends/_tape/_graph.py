@@ -154,6 +154,13 @@ class Tape:
         if self.slots[slot].variable:
             self.nodes.append(Node(prim, (slot,), GUARD_OUTPUT, params))
 
+    def release_values(self) -> None:
+        """Forget the recorded values of computed slots (a compiled replay has its own buffers);
+        inputs and literals stay, which is all running the tape on other values needs."""
+        for s, slot in enumerate(self.slots):
+            if slot.kind == "node":
+                self.values[s] = None
+
     # -- analysis ---------------------------------------------------------------------------------
     def live_nodes(self) -> list[int]:
         """Indices of the nodes a replay must run: those the output or a guard depends on."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._errors import NotSupportedError
 from ..._problem import Problem, size_of
 from ._compile import Forward, Reverse, Tangent
 from ._graph import Traced
@@ -60,6 +61,9 @@ class _Kernel:
     """Records `f` at preparation; each call replays (prepared), reuses the recorded values (unprepared,
     at the recorded point) or runs the tape on traced arrays."""
 
+    #: compile even for a single call (the Jacobian runs many sweeps)
+    compile_single_use = False
+
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.rec: Recording = record(problem.f, problem.x, problem.contexts, problem.context_values, problem.y)
@@ -83,6 +87,7 @@ class _Kernel:
     def forward(self) -> Forward:
         if self._fwd is None:
             self._fwd = Forward(self.rec.tape)
+            self.rec.tape.release_values()  # the buffers hold what replays need
         return self._fwd
 
     def sweep(self, kind: str, batch: int | None) -> Any:
@@ -108,8 +113,6 @@ class _Kernel:
         elif full:
             value = np.array(fwd.output, copy=True)
         return value, self.replayed(fwd, x, extra)
-
-    compile_single_use = False
 
     def _unprepared(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
         rec = self.rec
@@ -141,6 +144,8 @@ class _Kernel:
         return True
 
     def _on_traced(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+        if y is not None:
+            raise NotSupportedError("AutoTape cannot differentiate an in-place function f(y, x) inside a traced f")
         rec = self.rec
         if rec.statics and not rec.statics_match(cv):
             rec = self._rerecord(_concrete(x), _concrete(cv), y)
@@ -149,14 +154,8 @@ class _Kernel:
         env[tape.x] = x
         for s, _kind, ci, path in tape.inputs:
             env[s] = _leaf(cv, ci, path)
-        if tape.y >= 0:
-            env[tape.y] = y if y is not None else tape.values[tape.y]
         replay(tape, env, tape.live_nodes())
-        value = env[tape.output]
-        if y is not None:
-            y[...] = value
-            value = y
-        return (value if full or y is not None else None), self.interpreted(tape, env, extra)
+        return (env[tape.output] if full else None), self.interpreted(tape, env, extra)
 
     # -- per operator ------------------------------------------------------------------------------------
     def replayed(self, fwd: Forward, x: Any, extra: Any) -> Any:
@@ -266,7 +265,6 @@ class JacobianKernel(_Kernel):
         n, m = self.n, self.m
         jac = np.zeros((m, n), self.dtype)
         forward = self.mode == "forward"
-        space = tape.slots[tape.x] if forward else tape.slots[tape.output]
         for lo, hi in self._chunks():
             k = hi - lo
             sweep = self.sweep(self.mode, None if k == 1 else k)
@@ -278,7 +276,6 @@ class JacobianKernel(_Kernel):
                 jac[:, lo:hi] = r.T
             else:
                 jac[lo:hi, :] = r
-        del space
         return jac.reshape(tape.slots[tape.output].shape + tape.slots[tape.x].shape)
 
     def interpreted(self, tape: Any, env: list, extra: Any) -> Any:
