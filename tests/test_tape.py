@@ -87,6 +87,11 @@ def _in_place(x):
     return y
 
 
+def _spd(x):
+    """A well-conditioned 3 x 3 matrix made from x."""
+    return x[:, :3] @ x[:, :3].T + 2.0 * np.eye(3) + x[:, 3:] * x[:, 3:].T
+
+
 COVERAGE = {
     "sum axis keepdims": lambda x: np.sum(x, axis=1, keepdims=True) * x,
     "sum negative axis": lambda x: x.sum(axis=-2),
@@ -198,6 +203,12 @@ COVERAGE = {
     ),
     "ufunc accumulate": lambda x: np.add.accumulate(x, axis=1),
     "ufunc outer": lambda x: np.multiply.outer(x[0], x[1]),
+    "inv": lambda x: np.linalg.inv(_spd(x)),
+    "solve vector": lambda x: np.linalg.solve(_spd(x), x[:, 3]),
+    "solve matrix": lambda x: np.linalg.solve(_spd(x), x),
+    "solve stacked": lambda x: np.linalg.solve(np.stack([_spd(x), _spd(x) @ _spd(x)]), x[:, :2]),
+    "det": lambda x: np.linalg.det(_spd(x)) + np.linalg.det(np.stack([_spd(x), -_spd(x)])).sum(),
+    "slogdet": lambda x: np.linalg.slogdet(-_spd(x)).logabsdet * np.linalg.slogdet(_spd(x))[0],
 }  # fmt: skip
 
 

@@ -1,16 +1,17 @@
-"""What the tape records for NumPy's contractions (einsum, tensordot, dot, vdot, inner, outer) and for
-the functions whose results carry no derivative (argmax, argsort, count_nonzero, isclose, nonzero, ...;
-sort is a gather through argsort; nonzero and friends are in `_np_shapes`)."""
+"""What the tape records for NumPy's contractions (einsum, tensordot, dot, vdot, inner, outer), linear
+algebra (inv, solve, det, slogdet), and the functions whose results carry no derivative (argmax,
+argsort, count_nonzero, isclose, ...; sort is a gather through argsort; nonzero is in `_np_shapes`)."""
 
 from __future__ import annotations
 
 import string
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ._contract import EINSUM, MATMUL, explicit_subscripts
+from ._linalg import DET, INV, LOGABSDET, SOLVE
 from ._np_common import FUNCTIONS, axis_of, implements, ndim_of, reshape_of, unsupported, write_out
 from ._np_shapes import take_along_axis
 from ._prim import shape_of
@@ -144,3 +145,38 @@ def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stable
     if axis is None:
         a, axis = reshape_of(a, (-1,)), 0
     return take_along_axis(a, np.argsort(a, axis=axis, kind=kind), axis)
+
+
+# -- linear algebra ---------------------------------------------------------------------------------------------
+class SlogdetResult(NamedTuple):
+    sign: Any
+    logabsdet: Any
+
+
+def _square(a: Any, name: str) -> Any:
+    a = operand(a)
+    s = shape_of(a)
+    if len(s) < 2 or s[-1] != s[-2]:
+        raise np.linalg.LinAlgError(f"{name}: last 2 dimensions of the array must be square")
+    return a if np.issubdtype(a.dtype, np.inexact) else a.astype(np.float64)
+
+
+@implements(np.linalg.inv)
+def _inv(a: Any) -> Any:
+    return INV(_square(a, "inv"))
+
+
+@implements(np.linalg.solve)
+def _solve(a: Any, b: Any) -> Any:
+    return SOLVE(_square(a, "solve"), operand(b))
+
+
+@implements(np.linalg.det)
+def _det(a: Any) -> Any:
+    return DET(_square(a, "det"))
+
+
+@implements(np.linalg.slogdet)
+def _slogdet(a: Any) -> SlogdetResult:
+    a = _square(a, "slogdet")
+    return SlogdetResult(NonDiff(lambda m: np.linalg.slogdet(m)[0], "sign_of_det")(a), LOGABSDET(a))
