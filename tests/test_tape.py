@@ -556,3 +556,25 @@ def test_tracer_looks_like_an_array():
     assert seen["shape"] == (2, 3) and seen["ndim"] == 2 and seen["size"] == 6 and seen["len"] == 2
     assert seen["T"] == (3, 2) and seen["dtype"] == np.float64 and "TapeArray" in seen["repr"]
     assert seen["format"] == "1.00"
+
+
+def test_scipy_special_ufuncs():
+    sp = pytest.importorskip("scipy.special")
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+    p = np.abs(x) + 0.5
+
+    def f(x):
+        return (
+            sp.expit(x) + sp.logit(sp.expit(x) * 0.5 + 0.2) + sp.erf(x) + sp.erfc(x) + sp.erfinv(x / 2)
+            + sp.ndtr(x) + sp.log_ndtr(x) + sp.gammaln(p + x * x) + sp.xlogy(x, p) + sp.xlog1py(p, x * x)
+        )  # fmt: skip
+
+    np.testing.assert_allclose(di.jacobian(f, TAPE, x), di.jacobian(f, FD, x), rtol=1e-7, atol=1e-8)
+    g = lambda x: np.sum(np.sin(f(x)))
+    want = di.hessian(g, di.SecondOrder(FD, TAPE), x)
+    np.testing.assert_allclose(di.hessian(g, TAPE, x), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        di.gradient(lambda x: np.sum(sp.digamma(p + x * x)), TAPE, x)[0], 0.6 * sp.polygamma(1, 0.89)
+    )
+    with pytest.raises(di.NotSupportedError, match="ufunc gamma"):
+        di.gradient(lambda x: np.sum(sp.gamma(x)), TAPE, x)

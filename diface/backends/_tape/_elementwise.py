@@ -1,4 +1,4 @@
-"""Elementwise primitives: NumPy ufuncs, `where` and `clip`.
+"""Elementwise primitives: NumPy ufuncs (and a few of scipy.special's), `where` and `clip`.
 
 A differentiable ufunc carries one local partial derivative per input, a function of the saved inputs
 and output (`ins`, `y`) that may write into `out`; the JVP is the sum of partial * tangent, the VJP of
@@ -8,6 +8,7 @@ input i is cotangent * partial_i (in the broadcast output shape, summed back by 
 from __future__ import annotations
 
 import math
+import sys
 from functools import partial
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from ._prim import Prim, into, scale
 
-__all__ = ["CLIP", "NONDIFF_UFUNCS", "UFUNC_PRIMS", "WHERE", "Ufunc"]
+__all__ = ["CLIP", "NONDIFF_UFUNCS", "UFUNC_PRIMS", "WHERE", "Ufunc", "ufunc_prim"]
 
 Partial = Any  # a number, Arg(k) (the value of input k), or a function (ins, y, out) -> array
 
@@ -369,3 +370,75 @@ class _Clip(Prim):
 
 
 CLIP = _Clip()
+
+
+# -- scipy.special ufuncs (recognised when scipy.special is imported; never imported here) ---------------
+_SQRT_PI = math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+
+
+def _special() -> Any:
+    return sys.modules["scipy.special"]
+
+
+def _d_logit(ins: tuple, y: Any, out: Any) -> Any:  # 1 / (a (1 - a))
+    a = ins[0]
+    return np.divide(1.0, np.multiply(a, np.subtract(1.0, a), out=out), out=out)
+
+
+def _gaussian(scale: float) -> Partial:  # scale * exp(-a^2) (erf, erfc)
+    return lambda ins, y, out: np.multiply(
+        np.exp(np.negative(np.square(ins[0], out=out), out=out), out=out), scale, out=out
+    )
+
+
+def _d_ndtr(ins: tuple, y: Any, out: Any) -> Any:
+    t = np.multiply(np.square(ins[0], out=out), -0.5, out=out)
+    return np.divide(np.exp(t, out=out), _SQRT_2PI, out=out)
+
+
+def _d_log_ndtr(ins: tuple, y: Any, out: Any) -> Any:  # pdf / cdf = exp(-a^2/2 - log_ndtr(a)) / sqrt(2 pi)
+    t = np.subtract(np.multiply(np.square(ins[0], out=out), -0.5, out=out), y, out=out)
+    return np.divide(np.exp(t, out=out), _SQRT_2PI, out=out)
+
+
+def _d_erfinv(ins: tuple, y: Any, out: Any) -> Any:  # sqrt(pi)/2 exp(y^2)
+    return np.multiply(np.exp(np.square(y, out=out), out=out), _SQRT_PI / 2.0, out=out)
+
+
+def _d_xlogy_x(ins: tuple, y: Any, out: Any) -> Any:  # log(b), 0 where a == 0 (xlogy's convention)
+    a, b = ins
+    return into(out, np.where(np.equal(a, 0), 0.0, np.log(b)))
+
+
+def _d_xlog1py_x(ins: tuple, y: Any, out: Any) -> Any:
+    a, b = ins
+    return into(out, np.where(np.equal(a, 0), 0.0, np.log1p(b)))
+
+
+_SPECIAL: dict[str, Any] = {
+    "expit": lambda: (lambda ins, y, out: np.multiply(y, np.subtract(1.0, y, out=out), out=out),),
+    "logit": lambda: (_d_logit,),
+    "erf": lambda: (_gaussian(2.0 / _SQRT_PI),),
+    "erfc": lambda: (_gaussian(-2.0 / _SQRT_PI),),
+    "erfinv": lambda: (_d_erfinv,),
+    "ndtr": lambda: (_d_ndtr,),
+    "log_ndtr": lambda: (_d_log_ndtr,),
+    "gammaln": lambda: (lambda ins, y, out: _special().digamma(ins[0], out=out),),
+    "digamma": lambda: (lambda ins, y, out: into(out, _special().polygamma(1, ins[0])),),
+    "xlogy": lambda: (_d_xlogy_x, lambda ins, y, out: np.divide(ins[0], ins[1], out=out)),
+    "xlog1py": lambda: (_d_xlog1py_x, lambda ins, y, out: np.divide(ins[0], np.add(ins[1], 1.0, out=out), out=out)),
+}
+
+
+def ufunc_prim(ufunc: np.ufunc) -> Ufunc | None:
+    """The primitive of a NumPy ufunc, or of one of the scipy.special ufuncs listed above."""
+    prim = UFUNC_PRIMS.get(ufunc)
+    if prim is None and "scipy.special" in sys.modules:
+        special = _special()
+        for name, partials in _SPECIAL.items():
+            if getattr(special, name, None) is ufunc:
+                prim = UFUNC_PRIMS[ufunc] = Ufunc(ufunc, partials())
+                prim.name = name
+                break
+    return prim

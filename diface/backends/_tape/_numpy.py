@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _np_linalg, _np_reductions  # noqa: F401 - they register their handlers
 from ._contract import MATMUL
-from ._elementwise import UFUNC_PRIMS
+from ._elementwise import ufunc_prim
 from ._graph import Traced
 from ._guards import refuse_store
 from ._np_common import FUNCTIONS, function_name, unsupported, write_out
@@ -83,7 +83,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     elif ufunc is getattr(np, "vecdot", None):
         result = np.sum(np.multiply(args[0], args[1]), axis=-1)
     else:
-        prim = UFUNC_PRIMS.get(ufunc)
+        prim = ufunc_prim(ufunc)
         if prim is None:
             raise unsupported(function_name(ufunc))
         result = prim(*args)
