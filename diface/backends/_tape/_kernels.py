@@ -18,16 +18,12 @@ from ._compile import Forward, Reverse, Tangent
 from ._graph import Traced
 from ._interpret import jvp, replay, vjp
 from ._record import Recording, record
-from ._tracer import holds_traced
 
 __all__ = ["DerivativeKernel", "GradientKernel", "JacobianKernel", "PullbackKernel", "PushforwardKernel"]
 
 
-def _traced(x: Any, extra: Any, cv: tuple) -> bool:
-    return isinstance(x, Traced) or (extra is not None and holds_traced(extra)) or any(_holds(v) for v in cv)
-
-
 def _holds(v: Any) -> bool:
+    """Whether `v` is a traced array or a container holding one."""
     if isinstance(v, Traced):
         return True
     if isinstance(v, (list, tuple)):
@@ -48,6 +44,12 @@ def _concrete(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _concrete(e) for k, e in v.items()}
     return v
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of f's value as NumPy would return it (a scalar for 0-d results)."""
+    r = np.array(value, copy=True)
+    return r[()] if r.ndim == 0 else r
 
 
 def _leaf(cv: tuple, ci: int, path: tuple) -> Any:
@@ -99,7 +101,7 @@ class _Kernel:
 
     # -- calls -------------------------------------------------------------------------------------------
     def __call__(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
-        if _traced(x, extra, cv):
+        if _holds(x) or _holds(extra) or _holds(cv):
             return self._on_traced(x, extra, cv, y, full)
         if self.problem.single_use and self.compile_single_use is False:
             return self._unprepared(x, extra, cv, y, full)
@@ -111,7 +113,7 @@ class _Kernel:
             np.copyto(y, fwd.output)
             value = y
         elif full:
-            value = np.array(fwd.output, copy=True)
+            value = _fresh(fwd.output)
         return value, self.replayed(fwd, x, extra)
 
     def _unprepared(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
@@ -120,7 +122,7 @@ class _Kernel:
             rec = self._rerecord(x, cv, y)
         tape = rec.tape
         env = tape.values
-        output = np.array(env[tape.output], copy=True)
+        output = _fresh(env[tape.output])
         if y is not None:
             np.copyto(y, output)
         value = y if y is not None else output if full else None
