@@ -106,7 +106,7 @@ def build(program: list, xp: Any, scalar: bool) -> Any:
 
 
 points = st.lists(st.floats(-2.0, 2.0, allow_nan=False, allow_subnormal=False), min_size=N, max_size=N).map(np.array)
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True)
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True)
 TAPE = di.AutoTape()
 
 

@@ -24,7 +24,20 @@ import numpy as np
 
 from ._graph import Traced
 
-__all__ = ["Prim", "dtype_of", "expand_to", "into", "reduce_to", "scale", "shape_of", "SUM_TO"]
+__all__ = ["InputsFrom", "Prim", "dtype_of", "expand_to", "into", "reduce_to", "scale", "shape_of", "SUM_TO"]
+
+
+class InputsFrom:
+    """The input positions k, k + 1, ... (an operation's index arrays): `i in InputsFrom(1)`."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def __contains__(self, i: object) -> bool:
+        return isinstance(i, int) and i >= self.k
+
+    def __repr__(self) -> str:
+        return f"InputsFrom({self.k})"
 
 
 class Prim:
@@ -32,7 +45,7 @@ class Prim:
 
     name = "?"
     #: input positions that are never differentiated (conditions, index arrays)
-    nondiff: frozenset = frozenset()
+    nondiff: frozenset | InputsFrom = frozenset()
     #: False: the output never carries derivatives (comparisons, argmax, floor, ...)
     differentiable = True
     #: inputs broadcast against each other to the output shape

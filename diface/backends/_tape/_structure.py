@@ -12,7 +12,7 @@ import numpy as np
 
 from ._graph import Traced
 from ._index import build
-from ._prim import Prim, dtype_of, expand_to, into, reduce_to, shape_of
+from ._prim import InputsFrom, Prim, dtype_of, expand_to, into, reduce_to, shape_of
 
 __all__ = ["ASTYPE", "BROADCAST_TO", "CONCATENATE", "GETITEM", "INDEX_ADD", "RESHAPE", "SETITEM", "TRANSPOSE"]
 
@@ -124,9 +124,7 @@ class _Getitem(Prim):
     viewable = True
     scatter = True
     linear = True
-
-    def __init__(self) -> None:
-        self.nondiff = _FromOne()
+    nondiff = InputsFrom(1)
 
     def forward(
         self, a: Any, *arrays: Any, out: Any = None, template: tuple = (), adv_front: int = 0, unique: bool = True
@@ -164,13 +162,6 @@ class _Getitem(Prim):
         return super().vjp_step(i, ins, y, g, b, out, params)
 
 
-class _FromOne(frozenset):
-    """Every input position from 1 on (index arrays) is metadata."""
-
-    def __contains__(self, i: object) -> bool:
-        return isinstance(i, int) and i >= 1
-
-
 def _index_add_into(target: Any, key: tuple, values: Any, unique: bool) -> None:
     if unique:
         target[key] += values
@@ -187,9 +178,7 @@ class _IndexAdd(Prim):
 
     name = "index_add"
     linear = True
-
-    def __init__(self) -> None:
-        self.nondiff = _FromTwo()
+    nondiff = InputsFrom(2)
 
     def forward(
         self,
@@ -225,11 +214,6 @@ class _IndexAdd(Prim):
         return reduce_to(region, shape_of(ins[1]), b, out)
 
 
-class _FromTwo(frozenset):
-    def __contains__(self, i: object) -> bool:
-        return isinstance(i, int) and i >= 2
-
-
 def _region_shape(ins: tuple, p: dict) -> tuple:
     """A shape with the number of axes of a[key] (without batch axes): what v broadcasts against."""
     template, arrays = p["template"], ins[2:]
@@ -249,9 +233,7 @@ class _Setitem(Prim):
 
     name = "setitem"
     linear = True
-
-    def __init__(self) -> None:
-        self.nondiff = _FromTwo()
+    nondiff = InputsFrom(2)
 
     def forward(
         self,
