@@ -245,3 +245,62 @@ def test_matrix_programs_match_jax(program: list, x: np.ndarray, x0: np.ndarray)
     _, vjp = jax.vjp(fj, x)
     for got, want in zip(di.prepare_pullback(f, TAPE, x0, t).pullback(x, t), (vjp(s)[0] for s in t)):
         _close(got, want)
+
+
+# -- writes and views: autograd and JAX have no in-place writes, so against finite differences --------
+VIEW_SLICES = [slice(None), slice(1, None), slice(None, -2), slice(None, None, 2), slice(None, None, -1), slice(2, 5)]
+WRITES = ["set", "view_imul", "iadd", "copyto", "reshape_set", "fancy_set", "view_of_view", "mask_set"]
+
+
+@st.composite
+def write_programs(draw: Any) -> list:
+    n = len(VIEW_SLICES) - 1
+    return [
+        (draw(st.sampled_from(WRITES)), draw(st.integers(0, n)), draw(st.integers(0, n)))
+        for _ in range(draw(st.integers(1, 6)))
+    ]
+
+
+def run_writes(program: list, x: Any) -> Any:
+    """NumPy code writing into an array and into views of it (the same code runs on plain arrays)."""
+    y = x * 1.0
+    for kind, i, j in program:
+        a, b = VIEW_SLICES[i], VIEW_SLICES[j]
+        if kind == "set":
+            n = len(y[a])
+            y[a] = np.sin(y[b][:n]) if len(y[b]) >= n else np.sin(y[b][0])
+        elif kind == "view_imul":  # writing into a view writes into y
+            v = y[a]
+            v *= 1.5
+            v += x[0]
+        elif kind == "iadd":
+            y += np.sin(y) * 0.3
+        elif kind == "copyto":
+            n = len(y[a])
+            np.copyto(y[a], np.tanh(y[b][:n]) if len(y[b]) >= n else 0.5)
+        elif kind == "reshape_set":  # a reshape of y is a view too
+            r = y.reshape(2, 3)
+            r[i % 2, j % 3] = r[(i + 1) % 2, j % 3] ** 2
+        elif kind == "fancy_set":
+            y[[i % N, (i + 2) % N]] = y[[j % N, (j + 3) % N]] * 2.0
+        elif kind == "view_of_view":
+            w = y[a][::-1][:2]
+            w[...] = w * y[b][-1]
+        else:  # a traced mask
+            y[y > 0.5] = np.cos(y[y > 0.5])
+    return y * x
+
+
+away_from_the_mask_edge = st.floats(-1.5, 1.5, allow_subnormal=False).filter(lambda v: abs(v - 0.5) > 1e-3)
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(write_programs(), st.lists(away_from_the_mask_edge, min_size=N, max_size=N).map(np.array))
+def test_writes_into_arrays_and_views_match_finite_differences(program: list, x: np.ndarray) -> None:
+    f = lambda x: run_writes(program, x)
+    want = di.jacobian(f, di.AutoFiniteDiff(), x)
+    value, jac = di.value_and_jacobian(f, TAPE, x)
+    np.testing.assert_allclose(value, f(x), rtol=1e-15)  # the tape's values follow NumPy's view semantics
+    np.testing.assert_allclose(jac, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(di.prepare_jacobian(f, TAPE, x).jacobian(x), want, rtol=1e-6, atol=1e-6)
