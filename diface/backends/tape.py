@@ -65,12 +65,12 @@ class AutoTape(Backend):
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
         from ._tape import PullbackKernel
 
-        return PullbackKernel(problem)
+        return PullbackKernel(problem, len(cotangents))
 
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
         from ._tape import PushforwardKernel
 
-        return PushforwardKernel(problem)
+        return PushforwardKernel(problem, len(tangents))
 
     def prepare_gradient(self, problem: Problem) -> Kernel:
         from ._tape import GradientKernel

@@ -215,8 +215,8 @@ class Tangent:
             ins = tuple(fwd.bufs[q] for q in node.inputs)
             y = fwd.bufs[node.output]
             if prim.viewable:
-                v = prim.jvp(ins, y, ts, b, None, **node.params)
-                if isinstance(v, np.ndarray) and v.shape == lead + slot.shape and np.shares_memory(v, ts[0]):
+                v = prim.tangent_view(ins, ts, b, node.params)
+                if v is not None and v.shape == lead + slot.shape:
                     tan[node.output] = v
                     continue
             out = np.empty(lead + slot.shape, slot.dtype)

@@ -71,6 +71,12 @@ class _Kernel:
         self.rec: Recording = record(problem.f, problem.x, problem.contexts, problem.context_values, problem.y)
         self._fwd: Forward | None = None
         self._sweeps: dict = {}
+        if not problem.single_use:
+            self.compile()
+
+    def compile(self) -> None:
+        """Build the replay and the sweeps the calls will run (at preparation, so calls only run them)."""
+        self.forward()
 
     # -- recordings --------------------------------------------------------------------------------------
     def _rerecord(self, x: Any, cv: tuple, y: Any) -> Recording:
@@ -106,7 +112,9 @@ class _Kernel:
         if self.problem.single_use and self.compile_single_use is False:
             return self._unprepared(x, extra, cv, y, full)
         self._current(x, cv, y)
-        fwd = self.forward()
+        if self._fwd is None:
+            self.compile()
+        fwd = self._fwd
         fwd.run(x, cv, y)
         value = None
         if y is not None:
@@ -171,15 +179,19 @@ def _zeros_or(r: Any, shape: tuple, dtype: Any) -> Any:
     return np.zeros(shape, dtype) if r is None else r
 
 
+def _batch(n: int) -> int | None:
+    """The batch size of a sweep for n tangents (None: one tangent, no batch axis)."""
+    return None if n == 1 else n
+
+
 class GradientKernel(_Kernel):
     """Reverse mode, seed 1 (a scalar output)."""
 
+    def compile(self) -> None:
+        self.sweep("reverse", None).seed[...] = 1
+
     def replayed(self, fwd: Forward, x: Any, extra: Any) -> Any:
-        rev = self._sweeps.get(("reverse", None))
-        if rev is None:
-            rev = self.sweep("reverse", None)
-            rev.seed[...] = 1
-        return np.array(rev.run(), copy=True)
+        return np.array(self._sweeps["reverse", None].run(), copy=True)
 
     def interpreted(self, tape: Any, env: list, extra: Any) -> Any:
         out = tape.slots[tape.output]
@@ -188,19 +200,35 @@ class GradientKernel(_Kernel):
         return _zeros_or(g, x.shape, x.dtype)
 
 
-class PullbackKernel(_Kernel):
-    """Reverse mode over a batch of output cotangents (one sweep with a leading batch axis)."""
+class _BatchedKernel(_Kernel):
+    """A sweep over a batch of tangents (pushforward) or cotangents (pullback): one sweep with a leading
+    batch axis, the tangents copied into its seed."""
 
-    def replayed(self, fwd: Forward, x: Any, cotangents: tuple) -> Any:
-        n = len(cotangents)
-        rev = self.sweep("reverse", None if n == 1 else n)
+    kind = "?"
+
+    def __init__(self, problem: Problem, n: int) -> None:
+        self.n = n
+        super().__init__(problem)
+
+    def compile(self) -> None:
+        self.sweep(self.kind, _batch(self.n))
+
+    def replayed(self, fwd: Forward, x: Any, tangents: tuple) -> Any:
+        n = len(tangents)
+        sweep = self.sweep(self.kind, _batch(n))
         if n == 1:
-            np.copyto(rev.seed, cotangents[0])
-            return (np.array(rev.run(), copy=True),)
-        for k, t in enumerate(cotangents):
-            np.copyto(rev.seed[k, ...], t)
-        r = rev.run()
+            np.copyto(sweep.seed, tangents[0])
+            return (np.array(sweep.run(), copy=True),)
+        for k, t in enumerate(tangents):
+            np.copyto(sweep.seed[k, ...], t)
+        r = sweep.run()
         return tuple(np.array(r[k, ...], copy=True) for k in range(n))
+
+
+class PullbackKernel(_BatchedKernel):
+    """Reverse mode over a batch of output cotangents."""
+
+    kind = "reverse"
 
     def interpreted(self, tape: Any, env: list, cotangents: tuple) -> Any:
         order = tape.reverse_nodes()
@@ -208,19 +236,10 @@ class PullbackKernel(_Kernel):
         return tuple(_zeros_or(vjp(tape, env, t, order), x.shape, x.dtype) for t in cotangents)
 
 
-class PushforwardKernel(_Kernel):
-    """Forward mode over a batch of input tangents (one sweep with a leading batch axis)."""
+class PushforwardKernel(_BatchedKernel):
+    """Forward mode over a batch of input tangents."""
 
-    def replayed(self, fwd: Forward, x: Any, tangents: tuple) -> Any:
-        n = len(tangents)
-        tan = self.sweep("forward", None if n == 1 else n)
-        if n == 1:
-            np.copyto(tan.seed, tangents[0])
-            return (np.array(tan.run(), copy=True),)
-        for k, t in enumerate(tangents):
-            np.copyto(tan.seed[k, ...], t)
-        r = tan.run()
-        return tuple(np.array(r[k, ...], copy=True) for k in range(n))
+    kind = "forward"
 
     def interpreted(self, tape: Any, env: list, tangents: tuple) -> Any:
         order = tape.forward_nodes()
@@ -231,12 +250,11 @@ class PushforwardKernel(_Kernel):
 class DerivativeKernel(_Kernel):
     """Forward mode, seed 1 (a scalar input)."""
 
+    def compile(self) -> None:
+        self.sweep("forward", None).seed[...] = 1
+
     def replayed(self, fwd: Forward, x: Any, extra: Any) -> Any:
-        tan = self._sweeps.get(("forward", None))
-        if tan is None:
-            tan = self.sweep("forward", None)
-            tan.seed[...] = 1
-        return np.array(tan.run(), copy=True)
+        return np.array(self._sweeps["forward", None].run(), copy=True)
 
     def interpreted(self, tape: Any, env: list, extra: Any) -> Any:
         x, y = tape.slots[tape.x], tape.slots[tape.output]
@@ -250,12 +268,16 @@ class JacobianKernel(_Kernel):
     compile_single_use = True
 
     def __init__(self, problem: Problem, batch: int) -> None:
-        super().__init__(problem)
         self.batch = batch
         x_shape, (y_shape, y_dtype) = problem.x_shape, problem.y_spec
         self.n, self.m = size_of(x_shape), size_of(y_shape)
         self.mode = "forward" if self.n <= self.m else "reverse"
         self.dtype = np.result_type(problem.x_dtype, y_dtype)
+        super().__init__(problem)
+
+    def compile(self) -> None:
+        for lo, hi in self._chunks():
+            self.sweep(self.mode, _batch(hi - lo))
 
     def _chunks(self) -> list[tuple[int, int]]:
         size = self.n if self.mode == "forward" else self.m
@@ -269,7 +291,7 @@ class JacobianKernel(_Kernel):
         forward = self.mode == "forward"
         for lo, hi in self._chunks():
             k = hi - lo
-            sweep = self.sweep(self.mode, None if k == 1 else k)
+            sweep = self._sweeps[self.mode, _batch(k)]
             seed = sweep.seed.reshape(k, -1)
             seed[...] = 0
             seed[np.arange(k), np.arange(lo, hi)] = 1

@@ -94,9 +94,16 @@ class Prim:
 
     # -- prepared replay: zero-argument steps over fixed buffers ------------------------------------
     def view(self, ins: tuple, **params: Any) -> Any:
-        """Viewable primitives: the output as a view of the input buffers, or None."""
+        """Viewable primitives: the output as a view of the input buffers, or None. Called on buffers
+        before any replay: it must not depend on their contents."""
         v = self.forward(*ins, **params)
         return v if isinstance(v, np.ndarray) and np.shares_memory(v, ins[0]) else None
+
+    def tangent_view(self, ins: tuple, ts: tuple, b: int, params: dict) -> Any:
+        """Viewable primitives: the output tangent as a view of the input tangent buffer, or None.
+        Called on buffers before any replay: it must not depend on their contents."""
+        v = self.jvp(ins, None, ts, b, None, **params)
+        return v if isinstance(v, np.ndarray) and np.shares_memory(v, ts[0]) else None
 
     def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
         return partial(self.forward, *ins, out=out, **params)

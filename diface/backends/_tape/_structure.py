@@ -132,9 +132,12 @@ class _Getitem(Prim):
         return into(out, a[build(template, arrays)])
 
     def view(self, ins: tuple, template: tuple = (), adv_front: int = 0, unique: bool = True) -> Any:
-        if len(ins) > 1:
+        if len(ins) > 1:  # index arrays: a copy, whose contents depend on the indices
             return None
         return ins[0][(*template, Ellipsis)]
+
+    def tangent_view(self, ins: tuple, ts: tuple, b: int, params: dict) -> Any:
+        return None if len(ins) > 1 else super().tangent_view(ins, ts, b, params)
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, **p: Any) -> Any:
         key = _batched(build(p["template"], ins[1:]), b)
