@@ -481,6 +481,12 @@ def test_a_changed_static_constant_records_again():
     assert f.calls == calls + 1
 
 
+def test_a_constant_of_another_shape_records_again():
+    f = lambda x, w: np.sum(x * np.sum(w))
+    prep = di.prepare_gradient(f, TAPE, np.ones(2), di.Constant(np.ones(3)), strict=False)
+    np.testing.assert_allclose(prep.gradient(np.ones(2), di.Constant(np.ones(5))), [5.0, 5.0])
+
+
 def test_nested_constants():
     def f(x, params):
         w, (b, scale) = params["w"], params["rest"]
