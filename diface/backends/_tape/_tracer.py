@@ -162,7 +162,7 @@ class TapeArray(Traced):
         return np.zeros_like(self)
 
     def _value(self) -> Any:
-        """The value recorded for this array (for display only: reading it records nothing)."""
+        """The value seen while recording (for display and guards: no derivative flows through it)."""
         return self._tape.values[self._read()]
 
     def __repr__(self) -> str:
