@@ -16,6 +16,7 @@ from ._errors import (
     NotSupportedError,
     PreparationMismatchError,
     ShapeError,
+    TapeMismatchError,
 )
 from ._operators import (
     derivative,
@@ -48,7 +49,7 @@ from ._operators import (
 )
 from ._prep import Prep
 from ._second_order import SecondOrder
-from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoTorch
+from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoTape, AutoTorch
 
 __version__ = "0.1.0"
 
@@ -57,6 +58,7 @@ __all__ = [
     "AutoAutograd",
     "AutoFiniteDiff",
     "AutoJAX",
+    "AutoTape",
     "AutoTorch",
     "Backend",
     "SecondOrder",
@@ -102,4 +104,5 @@ __all__ = [
     "NotSupportedError",
     "PreparationMismatchError",
     "ShapeError",
+    "TapeMismatchError",
 ]

@@ -13,6 +13,7 @@ __all__ = [
     "NotSupportedError",
     "PreparationMismatchError",
     "ShapeError",
+    "TapeMismatchError",
 ]
 
 
@@ -22,6 +23,11 @@ class DifaceError(Exception):
 
 class PreparationMismatchError(DifaceError, ValueError):
     """A preparation was reused with a different `f`, backend, array type, dtype or shape."""
+
+
+class TapeMismatchError(PreparationMismatchError):
+    """A prepared `AutoTape` call whose control flow would differ from the recorded tape (a branch on a
+    traced value came out the other way); an unprepared call traces `f` again."""
 
 
 class BackendUnavailableError(DifaceError, ImportError):

@@ -31,7 +31,7 @@ def engine_defaults() -> list:
     engines = [di.AutoAutograd()] if HAS_AUTOGRAD else []
     engines += [di.AutoTorch()] if HAS_TORCH else []
     engines += [di.AutoJAX()] if HAS_JAX else []
-    return engines
+    return [*engines, di.AutoTape()]
 
 
 def first_order_backends() -> list:
@@ -49,6 +49,7 @@ def second_order_backends() -> list:
         di.SecondOrder(ReverseOnly(), FD()),  # reverse over forward
         ReverseOnly(),  # reverse over reverse
         *engine_defaults(),  # their own second-order compositions (the engines' test files run the others)
+        di.SecondOrder(FD(), di.AutoTape()),  # finite differences of the tape's gradient
     ]
 
 
@@ -57,7 +58,7 @@ def engine_backends() -> list:
     exact = [di.AutoJAX()] if HAS_JAX else []
     exact += [di.AutoAutograd()] if HAS_AUTOGRAD else []
     exact += [di.AutoTorch()] if HAS_TORCH else []
-    return [*exact, FD("complex"), FD()]
+    return [*exact, di.AutoTape(), FD("complex"), FD()]
 
 
 def operator_cases(backends: list, second_order: bool, scenarios: list | None = None) -> list:

@@ -3,6 +3,7 @@
 from .autograd import AutoAutograd
 from .finitediff import AutoFiniteDiff
 from .jax import AutoJAX
+from .tape import AutoTape
 from .torch import AutoTorch
 
-__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoJAX", "AutoTorch"]
+__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoJAX", "AutoTape", "AutoTorch"]

@@ -1,0 +1,208 @@
+"""The tape as data: slots (values), nodes (steps that read slots and write one), and the recorder.
+
+A tape is in static single assignment form: every slot is written once, by one node or as an input, and
+never changes afterwards; writing into an array while tracing (`a[i] = v`, `a += v`, `out=`) makes a new
+slot holding the new version. A node is explicit data: its operation (a `Prim`, which carries the local
+JVP and VJP rules as functions of saved values), the slots it reads, the slot it writes, and its
+parameters (axes, shapes, index templates: metadata, never differentiated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..._errors import NotSupportedError
+
+__all__ = ["GUARD_OUTPUT", "Node", "Slot", "Tape", "Traced"]
+
+#: the `output` of a node that writes nothing (guards)
+GUARD_OUTPUT = -1
+
+
+class Traced:
+    """Marker base class of traced arrays (see `_tracer.TapeArray`)."""
+
+    __slots__ = ()
+
+
+@dataclass(slots=True)
+class Slot:
+    """What the tape knows about one value.
+
+    kind: "x" (the input differentiated), "constant" (a Constant context leaf), "cache" (a Cache
+    context leaf), "y" (the output buffer of an in-place f), "literal" (a value fixed at recording:
+    Python numbers, arrays captured from outside f, results computed from literals only) or "node".
+    active: depends on x, so derivatives flow through it. variable: depends on some input, so a replay
+    recomputes it (literals are neither). weak: a Python number (NumPy's weak-dtype scalar).
+    """
+
+    shape: tuple
+    dtype: np.dtype
+    kind: str
+    active: bool
+    variable: bool
+    weak: bool = False
+    node: int = -1
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Node:
+    """One step: `output = prim(*inputs, **params)`; guards read their input and write nothing."""
+
+    prim: Any
+    inputs: tuple[int, ...]
+    output: int
+    params: dict = field(default_factory=dict)
+
+    @property
+    def op(self) -> str:
+        return self.prim.name
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.params.items() if k != "where")
+        return f"Node({self.op}: {list(self.inputs)} -> {self.output}{', ' + params if params else ''})"
+
+
+class Tape:
+    """A recording: slots with their recorded values, nodes in execution order, inputs and output."""
+
+    def __init__(self) -> None:
+        self.slots: list[Slot] = []
+        self.values: list[Any] = []  # the values seen while recording, one per slot
+        self.nodes: list[Node] = []
+        self.x: int = -1
+        #: inputs other than x: (slot, kind, context index, path inside the context value)
+        self.inputs: list[tuple[int, str, int, tuple]] = []
+        self.y: int = -1
+        self.output: int = -1
+        self.closed = False
+
+    # -- building ---------------------------------------------------------------------------------
+    def add_slot(self, value: Any, kind: str, active: bool, variable: bool, weak: bool = False, node: int = -1) -> int:
+        shape = () if weak else tuple(value.shape)
+        dtype = np.result_type(value) if weak else value.dtype
+        self.slots.append(Slot(shape, dtype, kind, active, variable, weak, node))
+        self.values.append(value)
+        return len(self.slots) - 1
+
+    def literal(self, value: Any) -> int:
+        """A slot for a value fixed at recording (a Python number stays a weak Python number)."""
+        if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+            return self.add_slot(value, "literal", False, False, weak=True)
+        if isinstance(value, np.ndarray):
+            value = np.array(value, copy=True)  # the value at this point of f; later writes must not leak in
+        else:
+            value = np.asarray(value)
+            if value.dtype == object:
+                raise NotSupportedError(
+                    f"AutoTape cannot record a {type(value).__name__} object as an array operand; "
+                    "pass NumPy arrays or numbers"
+                )
+        value.flags.writeable = False
+        return self.add_slot(value, "literal", False, False)
+
+    def record(self, prim: Any, args: tuple, params: dict) -> Any:
+        """Apply `prim` to `args` (traced arrays, arrays, numbers) now, and append the step to the tape.
+        Returns a traced array; steps whose inputs are all literals are folded into a literal."""
+        from ._tracer import TapeArray
+
+        if self.closed:
+            raise NotSupportedError(
+                "a value traced by AutoTape was used after f returned (it escaped the recording, e.g. "
+                "through a global or a closure); keep traced values inside f"
+            )
+        slots = []
+        concrete = []
+        for a in args:
+            if isinstance(a, Traced):
+                if a._tape is not self:
+                    raise NotSupportedError(
+                        "values traced by two different AutoTape recordings were combined; differentiate "
+                        "one function at a time"
+                    )
+                s = a._read()
+            else:
+                s = self.literal(a)
+            slots.append(s)
+            concrete.append(self.values[s])
+        value = prim.forward(*concrete, **params)
+        if not isinstance(value, np.ndarray):
+            value = np.asarray(value)
+        return TapeArray(self, self.add_node(prim, tuple(slots), params, value))
+
+    def add_node(self, prim: Any, inputs: tuple[int, ...], params: dict, value: np.ndarray) -> int:
+        """The slot for `value`, computed by `prim` from `inputs`: a literal if no input is variable."""
+        slots = self.slots
+        value.flags.writeable = False  # recorded values are never written (rules only read them)
+        if not any(slots[s].variable for s in inputs):
+            return self.add_slot(value, "literal", False, False)
+        nondiff = prim.nondiff
+        active = (
+            prim.differentiable
+            and value.dtype.kind == "f"
+            and any(slots[s].active for i, s in enumerate(inputs) if i not in nondiff)
+        )
+        slot = self.add_slot(value, "node", active, True, node=len(self.nodes))
+        self.nodes.append(Node(prim, inputs, slot, params))
+        return slot
+
+    def add_guard(self, prim: Any, slot: int, params: dict) -> None:
+        """A check a replay makes before going on (a branch taken, a value taken out of the tape)."""
+        if self.slots[slot].variable:
+            self.nodes.append(Node(prim, (slot,), GUARD_OUTPUT, params))
+
+    def release_values(self) -> None:
+        """Forget the recorded values of computed slots (a compiled replay has its own buffers);
+        inputs and literals stay, which is all running the tape on other values needs."""
+        for s, slot in enumerate(self.slots):
+            if slot.kind == "node":
+                self.values[s] = None
+
+    # -- analysis ---------------------------------------------------------------------------------
+    def live_nodes(self) -> list[int]:
+        """Indices of the nodes a replay must run: those the output or a guard depends on."""
+        needed = {self.output}
+        live = []
+        for k in range(len(self.nodes) - 1, -1, -1):
+            node = self.nodes[k]
+            if node.output == GUARD_OUTPUT or node.output in needed:
+                live.append(k)
+                needed.update(node.inputs)
+        live.reverse()
+        return live
+
+    def reverse_nodes(self) -> list[int]:
+        """Indices of the active nodes on a path from x to the output (the reverse sweep's nodes)."""
+        slots = self.slots
+        reached = {self.output} if slots[self.output].active else set()
+        order = []
+        for k in range(len(self.nodes) - 1, -1, -1):
+            node = self.nodes[k]
+            if node.output in reached:
+                order.append(k)
+                nondiff = node.prim.nondiff
+                for i, s in enumerate(node.inputs):
+                    if i not in nondiff and slots[s].active:
+                        reached.add(s)
+        return order
+
+    def forward_nodes(self) -> list[int]:
+        """Indices of the active nodes the output depends on, in order (the forward-mode sweep)."""
+        order = self.reverse_nodes()
+        order.reverse()
+        return order
+
+    def describe(self) -> str:
+        """The tape as text: one line per node."""
+        lines = [f"x: slot {self.x} {self.slots[self.x].dtype}{list(self.slots[self.x].shape)}"]
+        for slot, kind, ctx, path in self.inputs:
+            lines.append(f"{kind} (context {ctx + 1}{''.join(f'[{p!r}]' for p in path)}): slot {slot}")
+        for node in self.nodes:
+            s = self.slots[node.output] if node.output >= 0 else None
+            tag = "" if s is None else f"  {s.dtype}{list(s.shape)}{' active' if s.active else ''}"
+            lines.append(repr(node) + tag)
+        lines.append(f"output: slot {self.output}")
+        return "\n".join(lines)

@@ -1,0 +1,126 @@
+"""Guards: what a replay checks so that it never silently follows another path than the recording.
+
+A branch on a traced value (`if x[0] > 0:`, `bool(...)`) records the outcome; taking a number out of the
+tape (`float(t)`, `int(t)`, an index) records the number; a traced boolean mask records how many
+elements it selects (the shape of what follows depends on it). A prepared replay that sees another
+outcome raises `TapeMismatchError`.
+"""
+
+from __future__ import annotations
+
+import dis
+import os
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..._errors import NotSupportedError, TapeMismatchError
+from ._prim import Prim
+
+__all__ = ["GUARD", "TapeWarning", "observe", "user_location"]
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_NUMPY = os.path.dirname(os.path.abspath(np.__file__))
+_STORE_SUBSCR = dis.opmap.get("STORE_SUBSCR")
+
+
+class TapeWarning(UserWarning):
+    """A recording that is correct but may not be what was meant (a number taken out of the tape)."""
+
+
+def user_location() -> str:
+    """`file:line` of the innermost frame outside the tape engine and NumPy (the user's code)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(_HERE) or path.startswith(_NUMPY)):
+            return f"{os.path.basename(path)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
+
+
+def stored_into_numpy_array() -> bool:
+    """Whether the user frame is storing into a subscript (`arr[i] = traced`): NumPy converts the traced
+    value with float(), which would drop its derivative."""
+    if _STORE_SUBSCR is None:
+        return False
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_HERE):
+        frame = frame.f_back
+    if frame is None:
+        return False
+    code = frame.f_code.co_code
+    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR
+
+
+def refuse_store() -> None:
+    raise NotSupportedError(
+        "AutoTape: a traced value was written into a plain NumPy array (arr[i] = value); NumPy converts it "
+        "to a number and its derivative would be lost. Make the array from traced values instead: "
+        "np.zeros_like(x), np.zeros(n, like=x), np.stack([...]) or np.concatenate([...])."
+    )
+
+
+def observe(kind: str, v: Any) -> Any:
+    """The outcome a guard of `kind` checks, for a value `v` (traced or concrete)."""
+    if kind == "bool":
+        return bool(v)
+    if kind == "float":
+        return float(v)
+    if kind == "int":
+        return int(v)
+    if kind == "count":
+        return int(np.count_nonzero(v))
+    raise KeyError(kind)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
+
+
+class _Guard(Prim):
+    """Checks an outcome recorded at preparation; writes nothing."""
+
+    name = "guard"
+    differentiable = False
+
+    def forward(
+        self, v: Any, out: Any = None, kind: str = "bool", expected: Any = None, what: str = "", where: str = ""
+    ) -> None:
+        now = observe(kind, v)
+        if not _same(now, expected):
+            raise TapeMismatchError(
+                f"AutoTape: this call takes another path through f than the recorded tape: {what} at {where} "
+                f"was {expected!r} when the tape was recorded and is {now!r} now. A prepared call replays "
+                "the recorded operations and cannot follow another branch; prepare again at this point, or "
+                "call without prep= (an unprepared call traces f again)."
+            )
+
+    def check_step(self, buf: Any, params: dict) -> Any:
+        kind, expected = params["kind"], params["expected"]
+
+        def check() -> None:
+            if kind == "bool":
+                ok = bool(buf) == expected
+            else:
+                ok = _same(observe(kind, buf), expected)
+            if not ok:
+                self.forward(buf, **params)
+
+        return check
+
+
+GUARD = _Guard()
+
+
+def warn_value_taken(what: str, where: str) -> None:
+    warnings.warn(
+        f"AutoTape: {what} at {where} took a value that depends on x out of the tape: it is a constant "
+        "for the derivatives (none flow through it) and prepared calls at another x raise "
+        "TapeMismatchError. Keep it an array (x[0] rather than float(x[0])), or branch on a comparison "
+        "(if x[0] > 0:).",
+        TapeWarning,
+        stacklevel=3,
+    )

@@ -1,0 +1,76 @@
+"""Running a tape on arbitrary values: the forward replay, the forward-mode (JVP) and reverse-mode
+(VJP) sweeps, one tangent at a time, allocating as they go.
+
+On traced values these record (the sweeps of one tape become the nodes of another: the reverse sweep
+recorded and differentiated in forward mode gives Hessian-vector products); on arrays they compute
+(unprepared calls, which differentiate the values seen while recording).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._graph import GUARD_OUTPUT, Tape, Traced
+from ._prim import reduce_to, shape_of
+
+__all__ = ["jvp", "replay", "vjp"]
+
+
+def replay(tape: Tape, env: list, live: list[int]) -> list:
+    """Fill `env` (inputs and literals set) with the values of the live nodes; guards check."""
+    nodes = tape.nodes
+    for k in live:
+        node = nodes[k]
+        ins = [env[s] for s in node.inputs]
+        if node.output == GUARD_OUTPUT:
+            node.prim.forward(*ins, **node.params)
+            continue
+        r = node.prim(*ins, **node.params)
+        env[node.output] = r if isinstance(r, (Traced, np.ndarray)) else np.asarray(r)
+    return env
+
+
+def jvp(tape: Tape, env: list, tangent: Any, order: list[int]) -> Any:
+    """The output tangent for the tangent of x (None if the output does not depend on x)."""
+    slots, nodes = tape.slots, tape.nodes
+    tangents: dict[int, Any] = {tape.x: tangent}
+    for k in order:
+        node = nodes[k]
+        prim = node.prim
+        nondiff = prim.nondiff
+        ts = tuple(None if i in nondiff else tangents.get(s) for i, s in enumerate(node.inputs))
+        if all(t is None for t in ts):
+            continue
+        ins = tuple(env[s] for s in node.inputs)
+        t = prim.jvp(ins, env[node.output], ts, 0, **node.params)
+        shape = slots[node.output].shape
+        if shape_of(t) != shape:
+            t = np.broadcast_to(t, shape)
+        tangents[node.output] = t
+    return tangents.get(tape.output)
+
+
+def vjp(tape: Tape, env: list, cotangent: Any, order: list[int]) -> Any:
+    """The cotangent of x for the output cotangent (None if the output does not depend on x)."""
+    slots, nodes = tape.slots, tape.nodes
+    adjoints: dict[int, Any] = {tape.output: cotangent}
+    for k in order:
+        node = nodes[k]
+        g = adjoints.get(node.output)
+        if g is None:
+            continue
+        prim = node.prim
+        nondiff = prim.nondiff
+        ins = tuple(env[s] for s in node.inputs)
+        y = env[node.output]
+        for i, s in enumerate(node.inputs):
+            if i in nondiff or not slots[s].active:
+                continue
+            c = prim.vjp(i, ins, y, g, 0, **node.params)
+            if prim.elementwise:
+                c = reduce_to(c, slots[s].shape)
+            previous = adjoints.get(s)
+            adjoints[s] = c if previous is None else np.add(previous, c)
+    return adjoints.get(tape.x)

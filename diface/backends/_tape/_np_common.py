@@ -1,0 +1,169 @@
+"""Shared by the NumPy handlers: the registry of functions the tape records, and helpers for axes,
+shapes, views, `out=` and the error for what it does not record."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..._errors import NotSupportedError
+from ._graph import Traced
+from ._guards import refuse_store
+from ._prim import shape_of
+from ._structure import RESHAPE, TRANSPOSE
+from ._tracer import TapeArray, operand
+
+__all__ = [
+    "FUNCTIONS",
+    "NO",
+    "axes_of",
+    "axis_of",
+    "dtype_of",
+    "floating",
+    "function_name",
+    "implements",
+    "literal_like",
+    "ndim_of",
+    "refuse_kwargs",
+    "reshape_of",
+    "transpose_of",
+    "unsupported",
+    "write_out",
+]
+
+FUNCTIONS: dict[Callable, Callable] = {}
+
+
+def unsupported(name: str, why: str = "") -> NotSupportedError:
+    return NotSupportedError(
+        f"AutoTape does not know how to differentiate {name}{why} (called with a traced array). Write it "
+        "with the NumPy operations the tape records (see the Tape section of docs/backends.md), or "
+        "differentiate this function with another backend (AutoFiniteDiff(), AutoAutograd(), AutoJAX())."
+    )
+
+
+def function_name(func: Any) -> str:
+    """`numpy.linalg.svd`, `numpy.frexp`, or the ufunc's name where it is not NumPy's."""
+    name = getattr(func, "__name__", repr(func))
+    if isinstance(func, np.ufunc):
+        return f"numpy.{name}" if getattr(np, name, None) is func else f"the ufunc {name} (not NumPy's own)"
+    return f"{getattr(func, '__module__', None) or 'numpy'}.{name}"
+
+
+def implements(*funcs: Any) -> Callable:
+    def register(handler: Callable) -> Callable:
+        for f in funcs:
+            FUNCTIONS[f] = handler
+        return handler
+
+    return register
+
+
+def write_out(result: Any, out: Any) -> Any:
+    """`out=`: write the result into a traced array (a new version of it)."""
+    if out is None:
+        return result
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise unsupported("a ufunc with several outputs")
+        out = out[0]
+    if not isinstance(out, TapeArray):
+        refuse_store()
+    rdtype = result.dtype if hasattr(result, "dtype") else np.result_type(result)
+    if not np.can_cast(rdtype, out.dtype, casting="same_kind"):
+        raise TypeError(
+            f"Cannot cast output from dtype('{rdtype}') to dtype('{out.dtype}') with casting rule 'same_kind'"
+        )
+    out._assign(Ellipsis, result)
+    return out
+
+
+def axes_of(axis: Any, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    if not isinstance(axis, (tuple, list)):
+        axis = (axis,)
+    out = tuple(axis_of(a, ndim) for a in axis)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return out
+
+
+def axis_of(a: Any, ndim: int) -> int:
+    a = int(a)
+    if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+        raise np.exceptions.AxisError(a, ndim)
+    return a % ndim if ndim else 0
+
+
+def refuse_kwargs(name: str, **kw: Any) -> None:
+    """Keyword arguments the tape does not record (given explicitly)."""
+    for k, v in kw.items():
+        if v is not NO:
+            raise unsupported(name, f" with {k}=")
+
+
+NO = object()
+
+
+def reshape_of(a: Any, shape: tuple) -> Any:
+    a = operand(a)
+    if not isinstance(a, TapeArray):
+        return np.reshape(a, shape)
+    shape = resolve_shape(shape, a.size)
+    if shape == a.shape:
+        return a.copy()._link(a, RESHAPE, {"shape": shape})
+    r = RESHAPE(a, shape=shape)
+    if np.shares_memory(r._value(), a._value()):
+        r._link(a, RESHAPE, {"shape": shape})
+    return r
+
+
+def resolve_shape(shape: Any, size: int) -> tuple:
+    if isinstance(shape, (int, np.integer)) or isinstance(shape, Traced):
+        shape = (shape,)
+    shape = [int(n) for n in shape]
+    if shape.count(-1) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if -1 in shape:
+        known = math.prod(n for n in shape if n != -1)
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+        shape[shape.index(-1)] = size // known
+    if math.prod(shape) != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+    return tuple(shape)
+
+
+def transpose_of(a: Any, axes: Any = None) -> Any:
+    a = operand(a)
+    if not isinstance(a, TapeArray):
+        return np.transpose(a, axes)
+    nd = a.ndim
+    axes = tuple(range(nd - 1, -1, -1)) if axes is None else tuple(axis_of(k, nd) for k in axes)
+    if sorted(axes) != list(range(nd)):
+        raise ValueError("axes don't match array")
+    params = {"axes": axes}
+    return TRANSPOSE(a, **params)._link(a, TRANSPOSE, params)
+
+
+def ndim_of(a: Any) -> int:
+    return len(shape_of(a))
+
+
+def dtype_of(a: Any) -> np.dtype:
+    return a.dtype if hasattr(a, "dtype") else np.result_type(a)
+
+
+def floating(a: Any) -> Any:
+    """An integer array as float64 (what NumPy's mean and var compute in)."""
+    return a if np.issubdtype(a.dtype, np.inexact) else a.astype(np.float64)
+
+
+def literal_like(a: Any, value: np.ndarray) -> TapeArray:
+    """A constant `value` on the tape of `a` (an array f may then write traced values into)."""
+    tape = a._tape
+    return TapeArray(tape, tape.literal(value))

@@ -1,0 +1,213 @@
+"""`Prim`: one operation the tape knows, with its local derivative rules.
+
+A primitive is called like a NumPy function: on plain arrays it computes; when an argument is a traced
+array it also records a node. Its rules are methods of the primitive, functions of the saved values:
+
+- `forward(*ins, out=None, **params)`: the value (written into `out` when given);
+- `jvp(ins, y, ts, b, out=None, **params)`: the output tangent from the input tangents `ts` (None for
+  inputs that carry none);
+- `vjp(i, ins, y, g, b, out=None, **params)`: the contribution of the output cotangent `g` to input `i`.
+
+`b` is 0 for one tangent and 1 for a batch stacked along a leading axis. Rules are written with NumPy
+calls that accept `out=`: on buffers they run without allocating (the prepared replay), and on traced
+arrays they record (the reverse sweep recorded as a tape, for second order). An `elementwise`
+primitive broadcasts its inputs: its batched tangents come aligned to the output's dimensions and its
+VJP contributions come in the output's shape; the engine sums them back to each input's shape.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from ._graph import Traced
+
+__all__ = ["InputsFrom", "Prim", "dtype_of", "expand_to", "into", "reduce_to", "scale", "shape_of", "SUM_TO"]
+
+
+class InputsFrom:
+    """The input positions k, k + 1, ... (an operation's index arrays): `i in InputsFrom(1)`."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def __contains__(self, i: object) -> bool:
+        return isinstance(i, int) and i >= self.k
+
+    def __repr__(self) -> str:
+        return f"InputsFrom({self.k})"
+
+
+class Prim:
+    """An operation of the tape: NumPy semantics plus local JVP and VJP rules."""
+
+    name = "?"
+    #: input positions that are never differentiated (conditions, index arrays)
+    nondiff: frozenset | InputsFrom = frozenset()
+    #: False: the output never carries derivatives (comparisons, argmax, floor, ...)
+    differentiable = True
+    #: inputs broadcast against each other to the output shape
+    elementwise = False
+    #: the output can be a view of input 0 (reshape, transpose, basic indexing): a prepared replay
+    #: computes nothing for it
+    viewable = False
+    #: the VJP adds into part of a zeroed target (indexing) instead of producing a whole contribution
+    scatter = False
+    #: the output is linear in each differentiable input (the others fixed)
+    linear = False
+
+    def __call__(self, *args: Any, **params: Any) -> Any:
+        for a in args:
+            if isinstance(a, Traced):
+                return a._tape.record(self, args, params)
+        return self.forward(*args, **params)
+
+    def __repr__(self) -> str:
+        return f"<tape op {self.name}>"
+
+    def apply(self, *args: Any, out: Any = None, **params: Any) -> Any:
+        """This operation inside a rule: into `out` on buffers, recorded on traced arrays."""
+        if out is None:
+            return self(*args, **params)
+        return self.forward(*args, out=out, **params)
+
+    # -- rules ------------------------------------------------------------------------------------
+    def forward(self, *ins: Any, out: Any = None, **params: Any) -> Any:
+        raise NotImplementedError
+
+    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, **params: Any) -> Any:
+        raise NotImplementedError(f"{self.name}: no forward-mode rule")
+
+    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, **params: Any) -> Any:
+        raise NotImplementedError(f"{self.name}: no reverse-mode rule")
+
+    def vjp_add(self, i: int, ins: tuple, y: Any, g: Any, b: int, target: Any, **params: Any) -> None:
+        """Scatter primitives: add the contribution for input `i` into `target` (buffers only)."""
+        raise NotImplementedError
+
+    def vjp_linear(self, i: int, ins: tuple, g: Any, b: int, params: dict) -> tuple[int, Any] | None:
+        """When the contribution to input `i` is +-1 times a view of the cotangent buffer `g` (before
+        summing over broadcast axes): (sign, view). Prepared sweeps then add it without a temporary."""
+        return None
+
+    # -- prepared replay: zero-argument steps over fixed buffers ------------------------------------
+    def view(self, ins: tuple, **params: Any) -> Any:
+        """Viewable primitives: the output as a view of the input buffers, or None. Called on buffers
+        before any replay: it must not depend on their contents."""
+        v = self.forward(*ins, **params)
+        return v if isinstance(v, np.ndarray) and np.shares_memory(v, ins[0]) else None
+
+    def tangent_view(self, ins: tuple, ts: tuple, b: int, params: dict) -> Any:
+        """Viewable primitives: the output tangent as a view of the input tangent buffer, or None.
+        Called on buffers before any replay: it must not depend on their contents."""
+        v = self.jvp(ins, None, ts, b, None, **params)
+        return v if isinstance(v, np.ndarray) and np.shares_memory(v, ts[0]) else None
+
+    def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
+        return partial(self.forward, *ins, out=out, **params)
+
+    def jvp_step(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any, params: dict) -> Any:
+        return partial(_jvp_into, self, ins, y, ts, b, out, params)
+
+    def vjp_step(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any, params: dict) -> Any:
+        if self.scatter:
+            return partial(self.vjp_add, i, ins, y, g, b, out, **params)
+        return partial(_vjp_into, self, i, ins, y, g, b, out, params)
+
+
+def _jvp_into(prim: Prim, ins: tuple, y: Any, ts: tuple, b: int, out: Any, params: dict) -> None:
+    r = prim.jvp(ins, y, ts, b, out, **params)
+    if r is not out:
+        np.copyto(out, r)
+
+
+def _vjp_into(prim: Prim, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any, params: dict) -> None:
+    r = prim.vjp(i, ins, y, g, b, out, **params)
+    if r is not out:
+        np.copyto(out, r)
+
+
+# -- helpers for rules -----------------------------------------------------------------------------
+def shape_of(a: Any) -> tuple:
+    return () if isinstance(a, (int, float)) else tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
+
+
+def dtype_of(a: Any) -> np.dtype:
+    return a.dtype if hasattr(a, "dtype") else np.result_type(a)
+
+
+def into(out: Any, r: Any) -> Any:
+    """`r` written into `out` (when a buffer is given and `r` is not already it)."""
+    if out is None or r is out:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+def scale(t: Any, p: Any, out: Any = None) -> Any:
+    """`t * p`, cheap for the constants 1 and -1."""
+    if isinstance(p, (int, float)):
+        if p == 1:
+            return into(out, t)
+        if p == -1:
+            return np.negative(t, out=out)
+    return np.multiply(t, p, out=out)
+
+
+def reduce_axes(shape: tuple, target: tuple, b: int) -> tuple[tuple, tuple]:
+    """For summing an array of `shape` (b leading batch axes) down to `target` (without them): the axes
+    to sum and the shape with those axes kept as 1."""
+    lead = len(shape) - b - len(target)
+    axes = list(range(b, b + lead))
+    for i, n in enumerate(target):
+        if n == 1 and shape[b + lead + i] != 1:
+            axes.append(b + lead + i)
+    kept = shape[:b] + (1,) * lead + target
+    return tuple(axes), kept
+
+
+def reduce_to(a: Any, target: tuple, b: int = 0, out: Any = None) -> Any:
+    """Sum `a` (broadcast from `target`, b leading batch axes) back to `target` (the transpose of
+    broadcasting)."""
+    shape = shape_of(a)
+    if shape[b:] == target:
+        return into(out, a)
+    axes, kept = reduce_axes(shape, target, b)
+    if out is not None:
+        np.sum(a, axis=axes, keepdims=True, out=out.reshape(kept))
+        return out
+    if isinstance(a, Traced) and b == 0:
+        return SUM_TO(a, shape=target)
+    return np.reshape(np.sum(a, axis=axes, keepdims=True), shape[:b] + target)
+
+
+def expand_to(a: Any, target: tuple, b: int = 0) -> Any:
+    """`a` (b leading batch axes) with axes of size 1 in front, to broadcast against `target`."""
+    shape = shape_of(a)
+    missing = len(target) - (len(shape) - b)
+    if missing <= 0:
+        return a
+    return np.reshape(a, shape[:b] + (1,) * missing + shape[b:])
+
+
+class _SumTo(Prim):
+    """`sum_to(a, shape)`: sums a broadcast array back to `shape` (leading axes, and axes of size 1)."""
+
+    name = "sum_to"
+    linear = True
+
+    def forward(self, a: Any, out: Any = None, shape: tuple = ()) -> Any:
+        return reduce_to(a, shape, 0, out)
+
+    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, shape: tuple = ()) -> Any:
+        return reduce_to(expand_to(ts[0], shape_of(ins[0]), b), shape, b, out)
+
+    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, shape: tuple = ()) -> Any:
+        target = shape_of(ins[0])
+        g = expand_to(g, target, b)
+        return into(out, np.broadcast_to(g, shape_of(g)[:b] + target))
+
+
+SUM_TO = _SumTo()

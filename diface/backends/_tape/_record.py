@@ -1,0 +1,127 @@
+"""Recording `f`: its inputs as traced arrays, run once, its output found.
+
+Inputs of the tape: x (active), and the leaves of the context values: floating-point arrays and
+numbers of a `Constant` (so a preparation replays with new values), arrays of a `Cache` (f may write into
+them; a replay never reads what they held unless f reads before writing). Constant leaves that are not
+floating point (integers, strings, objects, integer arrays) are static: recorded by value, compared at
+each prepared call, and the tape is recorded again if one changed. Tuples, lists and dicts are walked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._contexts import Cache
+from ..._errors import NotSupportedError
+from ._graph import Tape
+from ._tracer import TapeArray, operand, slot_of
+
+__all__ = ["Recording", "record"]
+
+
+@dataclass
+class Recording:
+    """A tape and how the call arguments bind to it."""
+
+    tape: Tape
+    #: static context leaves: (context index, path, value at recording)
+    statics: list
+
+    def statics_match(self, cv: tuple) -> bool:
+        for ci, path, value in self.statics:
+            v = cv[ci]
+            try:
+                for key in path:
+                    v = v[key]
+            except (KeyError, IndexError, TypeError):
+                return False
+            if not same_value(v, value):
+                return False
+        return True
+
+    def leaves_match(self, cv: tuple) -> bool:
+        """The traced context leaves still have the recorded shapes (with strict=False, or inside a
+        container, nothing else checks them)."""
+        slots = self.tape.slots
+        for s, _kind, ci, path in self.tape.inputs:
+            v = cv[ci]
+            try:
+                for key in path:
+                    v = v[key]
+            except (KeyError, IndexError, TypeError):
+                return False
+            if np.shape(v) != slots[s].shape:
+                return False
+        return True
+
+
+def same_value(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+    try:
+        return bool(a == b)
+    except Exception:  # objects without a usable equality: changed unless identical
+        return False
+
+
+def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any) -> Recording:
+    """Trace `f` at `x` with context values `cv` (and the output buffer `y` of an in-place f)."""
+    tape = Tape()
+    xv = np.array(x, copy=True)
+    tape.x = tape.add_slot(xv, "x", True, True)
+    xv.flags.writeable = False
+    statics: list = []
+    args = [
+        _bind(tape, "cache" if isinstance(c, Cache) else "constant", ci, (), v, statics)
+        for ci, (c, v) in enumerate(zip(contexts, cv))
+    ]
+    xt = TapeArray(tape, tape.x)
+    try:
+        if y is not None:
+            yv = np.array(y, copy=True)
+            tape.y = tape.add_slot(yv, "y", False, True)
+            yt = TapeArray(tape, tape.y)
+            result = f(yt, xt, *args)
+            if result is not None:
+                raise NotSupportedError("an in-place function f(y, x) must write into y and return None")
+            tape.output = yt._read()
+        else:
+            result = f(xt, *args)
+            tape.output = slot_of(tape, operand(result))
+    finally:
+        tape.closed = True
+    return Recording(tape, statics)
+
+
+def _bind(tape: Tape, kind: str, ci: int, path: tuple, v: Any, statics: list) -> Any:
+    """The value f receives for a context leaf: traced where it is an input of the tape."""
+    if isinstance(v, np.ndarray):
+        if kind == "cache" or v.dtype.kind == "f":
+            value = np.array(v, copy=True)
+            slot = tape.add_slot(value, kind, False, True)
+            value.flags.writeable = False
+            tape.inputs.append((slot, kind, ci, path))
+            return TapeArray(tape, slot)
+        statics.append((ci, path, np.array(v, copy=True)))
+        return v
+    if kind == "constant" and isinstance(v, (float, np.floating)) and not isinstance(v, bool):
+        weak = not isinstance(v, np.generic)
+        value = float(v) if weak else np.asarray(v)
+        slot = tape.add_slot(value, kind, False, True, weak=weak)
+        tape.inputs.append((slot, kind, ci, path))
+        return TapeArray(tape, slot)
+    if isinstance(v, tuple) and not hasattr(v, "_fields"):
+        return tuple(_bind(tape, kind, ci, (*path, i), e, statics) for i, e in enumerate(v))
+    if isinstance(v, list):
+        return [_bind(tape, kind, ci, (*path, i), e, statics) for i, e in enumerate(v)]
+    if isinstance(v, dict):
+        return {k: _bind(tape, kind, ci, (*path, k), e, statics) for k, e in v.items()}
+    statics.append((ci, path, v))
+    return v

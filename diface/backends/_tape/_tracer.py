@@ -1,0 +1,584 @@
+"""`TapeArray`: the traced array `f` receives while AutoTape records it.
+
+NumPy hands every operation on it to the tape: ufuncs through `__array_ufunc__`, NumPy functions
+through `__array_function__`, Python operators and methods here. Each computes its value at once and
+appends a node. Writing into a traced array makes a new version of it (a new slot); views keep NumPy's
+semantics: a view made by basic indexing, reshape or transpose reads the current version of its base, and
+writing into the view writes into the base. Converting a traced array to a plain array or a number
+(`np.asarray`, `float`, `bool`) either raises or records a guard (see `_guards`).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..._errors import NotSupportedError
+from ._graph import Tape, Traced
+from ._guards import GUARD, refuse_store, stored_into_numpy_array, user_location, warn_value_taken
+
+__all__ = ["TapeArray", "slot_of"]
+
+
+class TapeArray(Traced):
+    """An array being recorded on a tape: behaves like a NumPy array inside `f`."""
+
+    __slots__ = ("__weakref__", "_parent", "_readonly", "_root", "_seen", "_slot", "_tape", "_version", "_view")
+    __array_priority__ = 1000.0
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, tape: Tape, slot: int) -> None:
+        self._tape = tape
+        self._slot = slot
+        self._parent: TapeArray | None = None
+        self._view: tuple | None = None
+        self._root: TapeArray = self
+        self._seen = 0
+        self._version = 0
+        self._readonly = False
+
+    # -- versions and views -------------------------------------------------------------------------
+    def _read(self) -> int:
+        """The slot holding this array's current value (re-reading a view whose base was written)."""
+        parent = self._parent
+        if parent is None:
+            return self._slot
+        version = self._root._version
+        if self._seen != version:
+            prim, params = self._view  # type: ignore[misc]
+            fresh = prim(TapeArray(self._tape, parent._read()), **params)
+            self._slot = fresh._slot
+            self._seen = version
+        return self._slot
+
+    def _link(self, parent: TapeArray, prim: Any, params: dict) -> TapeArray:
+        """Make this array a view of `parent` made by `prim` (NumPy would return a view)."""
+        self._parent = parent
+        self._view = (prim, params)
+        self._root = parent._root
+        self._seen = parent._root._version
+        self._readonly = parent._readonly
+        return self
+
+    def _commit(self, slot: int) -> None:
+        """This array now holds `slot`; a view writes it through into its base."""
+        from ._structure import GETITEM, RESHAPE, SETITEM, TRANSPOSE
+
+        self._slot = slot
+        parent = self._parent
+        if parent is None:
+            self._version += 1
+            return
+        prim, params = self._view  # type: ignore[misc]
+        new = TapeArray(self._tape, slot)
+        if prim is GETITEM:
+            base = TapeArray(self._tape, parent._read())
+            updated = SETITEM(base, new, template=params["template"], adv_front=0, unique=True)
+        elif prim is RESHAPE:
+            updated = RESHAPE(new, shape=parent.shape)
+        elif prim is TRANSPOSE:
+            inverse = tuple(int(k) for k in np.argsort(params["axes"]))
+            updated = TRANSPOSE(new, axes=inverse)
+        else:  # pragma: no cover - only the three view primitives link
+            raise AssertionError(prim)
+        parent._commit(updated._slot)
+        self._seen = self._root._version
+
+    def _assign(self, key: Any, value: Any) -> None:
+        """`self[key] = value`."""
+        from ._index import normalize
+        from ._structure import ASTYPE, BROADCAST_TO, SETITEM
+
+        if self._readonly:
+            raise ValueError("assignment destination is read-only")
+        tape = self._tape
+        shape, dtype = self.shape, self.dtype
+        k = normalize(key, shape)
+        if any(isinstance(a, Traced) and a.dtype != np.bool_ for a in k.arrays):
+            raise NotSupportedError(
+                "AutoTape: assigning through traced integer index arrays (a[idx] = v with idx computed from "
+                "x or a Constant) is not supported; build the result with np.where or np.concatenate"
+            )
+        if not k.unique:
+            raise NotSupportedError(
+                "AutoTape: an assignment a[idx] = v whose index arrays select an element twice is not "
+                "supported (NumPy keeps the last write); make the indices distinct"
+            )
+        guard_masks(k.traced_masks)
+        value = operand(value)
+        if k.covers_all:
+            new = value
+            if np.shape(value) != shape:
+                new = BROADCAST_TO(new, shape=shape)
+            if _dtype(new) != dtype:
+                new = ASTYPE(new, dtype=dtype)
+            self._commit(slot_of(tape, new))
+            return
+        base = TapeArray(tape, self._read())
+        new = SETITEM(base, value, *k.arrays, template=k.template, adv_front=k.adv_front, unique=True)
+        self._commit(new._slot)
+
+    # -- array attributes ---------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self._tape.slots[self._slot].shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._tape.slots[self._slot].dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def T(self) -> TapeArray:
+        return np.transpose(self)
+
+    @property
+    def mT(self) -> TapeArray:
+        return np.swapaxes(self, -1, -2)
+
+    @property
+    def real(self) -> TapeArray:
+        return self
+
+    @property
+    def imag(self) -> TapeArray:
+        return np.zeros_like(self)
+
+    def _value(self) -> Any:
+        """The value seen while recording (for display and guards: no derivative flows through it)."""
+        return self._tape.values[self._read()]
+
+    def __repr__(self) -> str:
+        return f"TapeArray({np.array2string(np.asarray(self._value()), separator=', ')}, dtype={self.dtype})"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return format(self._value()[()] if self.ndim == 0 else self._value(), spec)
+
+    # -- NumPy protocols ----------------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from ._numpy import array_ufunc
+
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
+        from ._numpy import array_function
+
+        if not all(issubclass(t, (TapeArray, np.ndarray, np.generic)) for t in types):
+            return NotImplemented
+        return array_function(func, args, kwargs, self)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise NotSupportedError(
+            "AutoTape: a traced array cannot become a plain NumPy array (np.asarray, np.array, writing it "
+            "into a NumPy array, a library that converts its input): its derivative would be lost. Use "
+            "NumPy operations on it (np.stack([...]) instead of np.array([...]); np.zeros_like(x) for "
+            "buffers), or differentiate with AutoFiniteDiff()."
+        )
+
+    # -- conversions to Python: guards ----------------------------------------------------------------
+    def _take(self, kind: str, what: str) -> Any:
+        if self.size != 1:
+            if kind == "bool":
+                raise ValueError(
+                    "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"
+                )
+            raise TypeError("only length-1 arrays can be converted to Python scalars")
+        value = self._value()
+        outcome = bool(value) if kind == "bool" else float(value) if kind == "float" else operator.index(value.item())
+        slot = self._read()
+        if self._tape.slots[slot].variable:
+            where = user_location()
+            if kind != "bool" and self._tape.slots[slot].active:
+                warn_value_taken(what, where)
+            self._tape.add_guard(GUARD, slot, {"kind": kind, "expected": outcome, "what": what, "where": where})
+        return outcome
+
+    def __bool__(self) -> bool:
+        return self._take("bool", "a branch on a traced value (bool())")
+
+    def __float__(self) -> float:
+        if stored_into_numpy_array():
+            refuse_store()
+        return self._take("float", "float() of a traced value")
+
+    def __int__(self) -> int:
+        if stored_into_numpy_array():
+            refuse_store()
+        if self.dtype.kind == "f":
+            return int(self._take("float", "int() of a traced value"))
+        return self._take("int", "int() of a traced value")
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iub":
+            raise TypeError("only integer arrays can be converted to an index")
+        return self._take("int", "a traced integer used as a Python index")
+
+    def __complex__(self) -> complex:
+        return complex(self._take("float", "complex() of a traced value"))
+
+    def item(self, *args: Any) -> Any:
+        a = self[args] if args else self
+        if a.dtype == np.bool_:
+            return a._take("bool", "item() of a traced value")
+        if a.dtype.kind == "f":
+            return a._take("float", "item() of a traced value")
+        return a._take("int", "item() of a traced value")
+
+    def tolist(self) -> Any:
+        if self.ndim == 0:
+            return self.item()
+        return [a.tolist() for a in self]
+
+    # -- containers -------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __contains__(self, value: Any) -> bool:
+        return bool(np.any(np.equal(self, value)))
+
+    def __getitem__(self, key: Any) -> TapeArray:
+        from ._index import normalize
+        from ._structure import GETITEM
+
+        k = normalize(key, self.shape)
+        guard_masks(k.traced_masks)
+        params = {"template": k.template, "adv_front": k.adv_front, "unique": k.unique}
+        r = GETITEM(self, *k.arrays, **params)
+        return r._link(self, GETITEM, params) if k.basic_view else r
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._assign(key, value)
+
+    def __copy__(self) -> TapeArray:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> TapeArray:
+        return self.copy()
+
+    # -- arithmetic -------------------------------------------------------------------------------------
+    def __add__(self, o: Any) -> Any:
+        return np.add(self, o)
+
+    def __radd__(self, o: Any) -> Any:
+        return np.add(o, self)
+
+    def __sub__(self, o: Any) -> Any:
+        return np.subtract(self, o)
+
+    def __rsub__(self, o: Any) -> Any:
+        return np.subtract(o, self)
+
+    def __mul__(self, o: Any) -> Any:
+        return np.multiply(self, o)
+
+    def __rmul__(self, o: Any) -> Any:
+        return np.multiply(o, self)
+
+    def __truediv__(self, o: Any) -> Any:
+        return np.divide(self, o)
+
+    def __rtruediv__(self, o: Any) -> Any:
+        return np.divide(o, self)
+
+    def __floordiv__(self, o: Any) -> Any:
+        return np.floor_divide(self, o)
+
+    def __rfloordiv__(self, o: Any) -> Any:
+        return np.floor_divide(o, self)
+
+    def __mod__(self, o: Any) -> Any:
+        return np.remainder(self, o)
+
+    def __rmod__(self, o: Any) -> Any:
+        return np.remainder(o, self)
+
+    def __divmod__(self, o: Any) -> Any:
+        return np.floor_divide(self, o), np.remainder(self, o)
+
+    def __pow__(self, o: Any) -> Any:
+        # NumPy's fast paths for a scalar exponent (same values as the general power would not give)
+        if self.dtype.kind == "f" and isinstance(o, (int, float, np.integer, np.floating)) and not isinstance(o, bool):
+            if o == 2:
+                return np.square(self)
+            if o == 0.5:
+                return np.sqrt(self)
+            if o == 1:
+                return np.positive(self)
+            if o == -1:
+                return np.reciprocal(self)
+        return np.power(self, o)
+
+    def __rpow__(self, o: Any) -> Any:
+        return np.power(o, self)
+
+    def __matmul__(self, o: Any) -> Any:
+        return np.matmul(self, o)
+
+    def __rmatmul__(self, o: Any) -> Any:
+        return np.matmul(o, self)
+
+    def __neg__(self) -> Any:
+        return np.negative(self)
+
+    def __pos__(self) -> Any:
+        return np.positive(self)
+
+    def __abs__(self) -> Any:
+        return np.absolute(self)
+
+    def __invert__(self) -> Any:
+        return np.invert(self)
+
+    def __and__(self, o: Any) -> Any:
+        return np.bitwise_and(self, o)
+
+    def __rand__(self, o: Any) -> Any:
+        return np.bitwise_and(o, self)
+
+    def __or__(self, o: Any) -> Any:
+        return np.bitwise_or(self, o)
+
+    def __ror__(self, o: Any) -> Any:
+        return np.bitwise_or(o, self)
+
+    def __xor__(self, o: Any) -> Any:
+        return np.bitwise_xor(self, o)
+
+    def __rxor__(self, o: Any) -> Any:
+        return np.bitwise_xor(o, self)
+
+    def __lt__(self, o: Any) -> Any:
+        return np.less(self, o)
+
+    def __le__(self, o: Any) -> Any:
+        return np.less_equal(self, o)
+
+    def __gt__(self, o: Any) -> Any:
+        return np.greater(self, o)
+
+    def __ge__(self, o: Any) -> Any:
+        return np.greater_equal(self, o)
+
+    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+        return np.equal(self, o)
+
+    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+        return np.not_equal(self, o)
+
+    # in place: a new version of this array (and of the array it is a view of)
+    def _inplace(self, ufunc: np.ufunc, o: Any) -> TapeArray:
+        ufunc(self, o, out=self)
+        return self
+
+    def __iadd__(self, o: Any) -> TapeArray:
+        return self._inplace(np.add, o)
+
+    def __isub__(self, o: Any) -> TapeArray:
+        return self._inplace(np.subtract, o)
+
+    def __imul__(self, o: Any) -> TapeArray:
+        return self._inplace(np.multiply, o)
+
+    def __itruediv__(self, o: Any) -> TapeArray:
+        return self._inplace(np.divide, o)
+
+    def __ifloordiv__(self, o: Any) -> TapeArray:
+        return self._inplace(np.floor_divide, o)
+
+    def __imod__(self, o: Any) -> TapeArray:
+        return self._inplace(np.remainder, o)
+
+    def __ipow__(self, o: Any) -> TapeArray:
+        self._assign(Ellipsis, self.__pow__(o))
+        return self
+
+    def __imatmul__(self, o: Any) -> TapeArray:
+        self._assign(Ellipsis, np.matmul(self, o))
+        return self
+
+    def __iand__(self, o: Any) -> TapeArray:
+        return self._inplace(np.bitwise_and, o)
+
+    def __ior__(self, o: Any) -> TapeArray:
+        return self._inplace(np.bitwise_or, o)
+
+    # -- methods ------------------------------------------------------------------------------------------
+    def copy(self, order: str = "C") -> TapeArray:
+        return TapeArray(self._tape, self._read())  # versions are immutable: a new handle is a copy
+
+    def astype(
+        self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
+    ) -> TapeArray:
+        from ._structure import ASTYPE
+
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype:
+            return self.copy() if copy else self
+        return ASTYPE(self, dtype=dtype)
+
+    def fill(self, value: Any) -> None:
+        self._assign(Ellipsis, value)
+
+    def reshape(self, *shape: Any, order: str = "C") -> Any:
+        return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+
+    def transpose(self, *axes: Any) -> Any:
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return np.transpose(self, axes or None)
+
+    def swapaxes(self, a: int, b: int) -> Any:
+        return np.swapaxes(self, a, b)
+
+    def squeeze(self, axis: Any = None) -> Any:
+        return np.squeeze(self, axis)
+
+    def ravel(self, order: str = "C") -> Any:
+        return np.ravel(self, order)
+
+    def flatten(self, order: str = "C") -> Any:
+        return np.ravel(self, order).copy()
+
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+        return np.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+        return np.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+
+    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+        return np.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+
+    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+        return np.max(self, axis=axis, out=out, keepdims=keepdims, **kw)
+
+    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+        return np.min(self, axis=axis, out=out, keepdims=keepdims, **kw)
+
+    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        return np.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        return np.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        return np.cumsum(self, axis=axis, dtype=dtype, out=out)
+
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        return np.all(self, axis=axis, out=out, keepdims=keepdims)
+
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        return np.any(self, axis=axis, out=out, keepdims=keepdims)
+
+    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        return np.argmax(self, axis=axis, out=out, keepdims=keepdims)
+
+    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        return np.argmin(self, axis=axis, out=out, keepdims=keepdims)
+
+    def argsort(self, axis: int = -1, kind: Any = None, order: Any = None) -> Any:
+        return np.argsort(self, axis=axis, kind=kind, order=order)
+
+    def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+        self._assign(Ellipsis, np.sort(self, axis=axis, kind=kind, order=order))
+
+    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kw: Any) -> Any:
+        return np.clip(self, min, max, out=out, **kw)
+
+    def dot(self, b: Any, out: Any = None) -> Any:
+        return np.dot(self, b, out=out)
+
+    def nonzero(self) -> Any:
+        return np.nonzero(self)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Any:
+        return np.repeat(self, repeats, axis=axis)
+
+    def take(self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+        return np.take(self, indices, axis=axis, out=out, mode=mode)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
+        return np.trace(self, offset, axis1, axis2, dtype, out)
+
+    def round(self, decimals: int = 0, out: Any = None) -> Any:
+        return np.round(self, decimals, out)
+
+    def conj(self) -> Any:
+        return np.conjugate(self)
+
+    conjugate = conj
+
+
+def _dtype(a: Any) -> np.dtype:
+    return a.dtype if hasattr(a, "dtype") else np.result_type(a)
+
+
+def slot_of(tape: Tape, a: Any) -> int:
+    """The slot of a traced array, or a new literal slot for a plain value."""
+    return a._read() if isinstance(a, Traced) else tape.literal(a)
+
+
+def holds_traced(a: Any) -> bool:
+    """Whether `a` is a traced array or a (nested) sequence holding one."""
+    return isinstance(a, Traced) or (isinstance(a, (list, tuple)) and _holds_traced(a))
+
+
+def operand(a: Any) -> Any:
+    """An argument as the tape takes it: traced arrays as they are, numbers as numbers, sequences
+    holding traced arrays stacked, anything else as a NumPy array."""
+    if isinstance(a, Traced) or (isinstance(a, (int, float, bool)) and not isinstance(a, np.generic)):
+        return a
+    if isinstance(a, (list, tuple)) and _holds_traced(a):
+        return np.stack([operand(v) for v in a])
+    if isinstance(a, np.ndarray):
+        return a
+    return np.asarray(a)
+
+
+def _holds_traced(seq: Any) -> bool:
+    return any(isinstance(v, Traced) or (isinstance(v, (list, tuple)) and _holds_traced(v)) for v in seq)
+
+
+def guard_masks(masks: Any) -> None:
+    """A traced boolean mask fixes how many elements it selects: guard the count."""
+    for mask in masks:
+        count = int(np.count_nonzero(mask._value()))
+        mask._tape.add_guard(
+            GUARD,
+            mask._read(),
+            {
+                "kind": "count",
+                "expected": count,
+                "what": "the number of elements a traced mask selects",
+                "where": user_location(),
+            },
+        )

@@ -1,0 +1,88 @@
+"""`AutoTape`: exact derivatives of plain NumPy code, recorded once and replayed.
+
+Preparation traces `f` with a `TapeArray` standing in for x: NumPy dispatches every ufunc, function,
+operator and index on it to the tape, which computes the value and appends a node (the operation, the
+slots it reads and writes, its metadata; its local JVP and VJP rules are functions of the saved values).
+Prepared calls replay the tape with preallocated buffers and sweep it in reverse (gradient, pullback)
+or forward mode (pushforward, derivative), batching tangents along a leading axis; second order records
+the reverse sweep itself as a tape and runs forward mode over it. See docs/backends.md, "Tape".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._arrays import NUMPY, ArrayOps
+from .._backend import Backend
+from .._errors import ArgumentError, NotSupportedError
+from .._problem import Kernel, Problem
+
+__all__ = ["AutoTape"]
+
+
+@dataclass(frozen=True)
+class AutoTape(Backend):
+    """diface's own tape engine: reverse and forward mode over plain NumPy code, NumPy arrays only.
+
+    `f` is written with ordinary NumPy calls (ufuncs, reductions, matmul/einsum, indexing, where,
+    concatenate, ...). Preparation records `f` once; prepared calls replay the recording without calling
+    `f` again. A branch on a traced value (`if x[0] > 0:`) is recorded as a guard: a prepared call whose
+    branch would differ raises `di.TapeMismatchError` (an unprepared call traces `f` again). An
+    operation the tape does not know raises `di.NotSupportedError` naming it.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> f = lambda x: np.sum(np.sin(x) * x[::-1])
+        >>> prep = di.prepare_gradient(f, di.AutoTape(), np.zeros(3))
+        >>> x = np.array([0.0, 1.0, 2.0])
+        >>> np.allclose(prep.gradient(x), np.cos(x) * x[::-1] + np.sin(x)[::-1])
+        True
+    """
+
+    native_modes: ClassVar[frozenset[str]] = frozenset({"forward", "reverse"})
+    mode: ClassVar[str] = "reverse"
+    supports_inplace: ClassVar[bool] = True
+    package: ClassVar[str | None] = None
+    cli_name: ClassVar[str] = "tape"
+
+    def as_outer_of(self, inner: Backend) -> Backend:
+        if not isinstance(inner, AutoTape):
+            raise NotSupportedError(
+                f"AutoTape differentiates what the inner backend computes by recording it, which works for an "
+                f"AutoTape inner backend only, not {inner!r}; use SecondOrder(AutoTape(), AutoTape()) (the "
+                "default for AutoTape()) or SecondOrder(AutoFiniteDiff(), inner)"
+            )
+        return self
+
+    def array_ops(self, x: Any) -> ArrayOps:
+        if isinstance(x, (np.ndarray, np.generic, float, int, list)) and not isinstance(x, bool):
+            return NUMPY
+        raise ArgumentError(f"AutoTape differentiates NumPy arrays and numbers; got {type(x).__name__}")
+
+    def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
+        from ._tape import PullbackKernel
+
+        return PullbackKernel(problem, len(cotangents))
+
+    def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
+        from ._tape import PushforwardKernel
+
+        return PushforwardKernel(problem, len(tangents))
+
+    def prepare_gradient(self, problem: Problem) -> Kernel:
+        from ._tape import GradientKernel
+
+        return GradientKernel(problem)
+
+    def prepare_derivative(self, problem: Problem) -> Kernel:
+        from ._tape import DerivativeKernel
+
+        return DerivativeKernel(problem)
+
+    def prepare_jacobian(self, problem: Problem) -> Kernel:
+        from ._tape import JacobianKernel
+
+        return JacobianKernel(problem, self.max_batch_size)
