@@ -99,6 +99,12 @@ class Backend(abc.ABC):
 
         return numpy
 
+    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
+        """(shape, dtype) of f's output at `problem.x`, which the core needs before preparing. The
+        default evaluates f once; a backend that traces f anyway may answer from its trace (keeping
+        it in `problem.memo` for its kernels), so that an unprepared call runs f only once."""
+        return problem.y_spec
+
     # -- first-order primitives ----------------------------------------------------------------
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
         """Batched JVPs. Forward-mode backends override this; reverse-only ones get it through

@@ -471,7 +471,8 @@ def prepare(
         for c in contexts
     )
     problem = Problem(f, xn, native_contexts, yn, ops, single_use=single_use)
-    y_shape, y_dtype = problem.y_spec
+    y_shape, y_dtype = problem.y_spec if yn is not None else backend.output_spec(problem)
+    problem.set_y_spec(y_shape, y_dtype)
     _check_floating(ops, y_dtype, where, "f's output")
     if op.scalar_y and y_shape != ():
         raise ShapeError(

@@ -44,9 +44,10 @@ class Problem:
         ops: the array namespace of `x`.
         single_use: the preparation serves one call only (unprepared operators): backends may skip
             work that only pays off over many calls, such as jit compilation.
+        memo: a backend's scratch for this problem (see `Backend.output_spec`).
     """
 
-    __slots__ = ("_y_spec", "contexts", "f", "ops", "single_use", "x", "y")
+    __slots__ = ("_y_spec", "contexts", "f", "memo", "ops", "single_use", "x", "y")
 
     def __init__(
         self,
@@ -66,6 +67,8 @@ class Problem:
         self.ops = ops
         self.single_use = single_use
         self._y_spec = y_spec
+        #: what a backend computed while answering `output_spec` (a recording, say), for its kernels
+        self.memo: dict = {}
 
     @property
     def inplace(self) -> bool:
@@ -90,6 +93,10 @@ class Problem:
             y = self.y if self.y is not None else self.f(self.x, *self.context_values)
             self._y_spec = (shape_of(y), dtype_of(y))
         return self._y_spec
+
+    def set_y_spec(self, shape: tuple, dtype: Any) -> None:
+        """Record f's output shape and dtype, found by a backend (so `y_spec` need not call f)."""
+        self._y_spec = (tuple(shape), dtype)
 
     def evaluate(self, x: Any, context_values: tuple, y: Any = None) -> Any:
         """`f` at `x`: its return value, or the buffer `y` it wrote into."""

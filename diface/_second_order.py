@@ -76,6 +76,9 @@ class SecondOrder(Backend):
     def array_namespace(self) -> Any:
         return self.inner.array_namespace()
 
+    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
+        return self.inner.output_spec(problem)
+
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
         return self.inner.prepare_pushforward(problem, tangents)
 

@@ -55,3 +55,17 @@ def test_the_direct_path_still_checks():
         di.gradient(lambda x: np.sum(x), b, x, prep=prep)
     with pytest.raises(di.PreparationMismatchError, match="dtype float64 at preparation, float32 now"):
         di.gradient(f, b, x.astype(np.float32), prep=prep)
+
+
+def test_an_unprepared_tape_call_runs_f_once():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return np.sum(np.sin(x) * x)
+
+    np.testing.assert_allclose(di.gradient(f, di.AutoTape(), x), np.cos(x) * x + np.sin(x), rtol=1e-12)
+    assert len(calls) == 1  # the backend answered the output's shape from its own recording
+    calls.clear()
+    di.gradient(f, di.AutoFiniteDiff(), x)
+    assert len(calls) == 1 + 2 * x.size  # the default: one evaluation for the shape, then the differences

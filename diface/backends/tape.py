@@ -62,6 +62,12 @@ class AutoTape(Backend):
             return NUMPY
         raise ArgumentError(f"AutoTape differentiates NumPy arrays and numbers; got {type(x).__name__}")
 
+    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
+        # the recording knows the output: the kernel prepared next takes it instead of tracing again
+        from ._tape import recording_for
+
+        return recording_for(problem).output_spec()
+
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
         from ._tape import PullbackKernel
 

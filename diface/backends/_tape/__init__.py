@@ -11,7 +11,7 @@
 from ._graph import Node, Slot, Tape
 from ._guards import TapeWarning
 from ._kernels import DerivativeKernel, GradientKernel, JacobianKernel, PullbackKernel, PushforwardKernel
-from ._record import Recording, record
+from ._record import Recording, record, recording_for, take_recording
 from ._tracer import TapeArray
 
 __all__ = [
@@ -27,4 +27,6 @@ __all__ = [
     "TapeArray",
     "TapeWarning",
     "record",
+    "recording_for",
+    "take_recording",
 ]

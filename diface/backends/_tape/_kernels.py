@@ -17,7 +17,7 @@ from ..._problem import Problem, size_of
 from ._compile import Forward, Reverse, Tangent
 from ._graph import Traced
 from ._interpret import jvp, replay, vjp
-from ._record import Recording, record
+from ._record import Recording, record, take_recording
 
 __all__ = ["DerivativeKernel", "GradientKernel", "JacobianKernel", "PullbackKernel", "PushforwardKernel"]
 
@@ -68,7 +68,7 @@ class _Kernel:
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
-        self.rec: Recording = record(problem.f, problem.x, problem.contexts, problem.context_values, problem.y)
+        self.rec: Recording = take_recording(problem)
         self._fwd: Forward | None = None
         self._sweeps: dict = {}
         if not problem.single_use:

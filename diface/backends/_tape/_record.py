@@ -30,6 +30,11 @@ class Recording:
     #: static context leaves: (context index, path, value at recording)
     statics: list
 
+    def output_spec(self) -> tuple[tuple, Any]:
+        """(shape, dtype) of f's output, as recorded."""
+        slot = self.tape.slots[self.tape.output]
+        return slot.shape, slot.dtype
+
     def statics_match(self, cv: tuple) -> bool:
         for ci, path, value in self.statics:
             v = cv[ci]
@@ -125,3 +130,21 @@ def _bind(tape: Tape, kind: str, ci: int, path: tuple, v: Any, statics: list) ->
         return {k: _bind(tape, kind, ci, (*path, k), e, statics) for k, e in v.items()}
     statics.append((ci, path, v))
     return v
+
+
+def recording_for(problem: Any) -> Recording:
+    """The recording of a problem's f, made once: `AutoTape.output_spec` makes it, the first kernel
+    prepared for the problem takes it over (see `take_recording`)."""
+    rec = problem.memo.get(_MEMO)
+    if rec is None:
+        rec = problem.memo[_MEMO] = record(problem.f, problem.x, problem.contexts, problem.context_values, problem.y)
+    return rec
+
+
+def take_recording(problem: Any) -> Recording:
+    """The problem's recording for a kernel to own: the one `recording_for` made, else a new one."""
+    rec = problem.memo.pop(_MEMO, None)
+    return rec if rec is not None else record(problem.f, problem.x, problem.contexts, problem.context_values, problem.y)
+
+
+_MEMO = "AutoTape recording"
