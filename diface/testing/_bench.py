@@ -53,20 +53,22 @@ PROBLEMS = (
 
 
 def direct_call(engine: str, operator: str, f: Callable, x: Any) -> tuple[str, Callable[[], Any]] | None:
-    """(description, thunk) of the engine's own fastest call of `operator` on `f` at `x`, or None where
-    the engine has no such call. Imports the engine."""
+    """(description, thunk) of the engine's own fastest call of `operator` on `f(xp, x)` at `x`, or
+    None where the engine has no such call. `f` takes the array namespace first. Imports the engine.
+    The tape, diface's own engine, is compared with autograd, the alternative for NumPy-style code."""
     if engine == "finitediff":
         from scipy.optimize import approx_fprime
 
         eps = float(np.sqrt(np.finfo(np.asarray(x).dtype).eps))
         if operator in ("gradient", "jacobian"):
-            return "scipy.optimize.approx_fprime", lambda: approx_fprime(x, f, eps)
+            return "scipy.optimize.approx_fprime", lambda: approx_fprime(x, lambda x: f(np, x), eps)
         return None
-    if engine == "autograd":
+    if engine in ("autograd", "tape"):
         import autograd
+        import autograd.numpy as anp
 
         maker = {"gradient": autograd.grad, "jacobian": autograd.jacobian, "hessian": autograd.hessian}[operator]
-        fn = maker(f)
+        fn = maker(lambda x: f(anp, x))
         return f"autograd.{maker.__name__}", lambda: fn(x)
     if engine == "torch":
         import torch
@@ -75,17 +77,18 @@ def direct_call(engine: str, operator: str, f: Callable, x: Any) -> tuple[str, C
 
             def torch_gradient() -> Any:
                 leaf = x.detach().requires_grad_(True)
-                return torch.autograd.grad(f(leaf), leaf)[0]
+                return torch.autograd.grad(f(torch, leaf), leaf)[0]
 
             return "torch.autograd.grad", torch_gradient
         maker = {"jacobian": torch.func.jacrev, "hessian": torch.func.hessian}[operator]
-        fn = maker(f)
+        fn = maker(lambda x: f(torch, x))
         return f"torch.func.{maker.__name__}", lambda: fn(x)
     if engine == "jax":
         import jax
+        import jax.numpy as jnp
 
         maker = {"gradient": jax.grad, "jacobian": jax.jacrev, "hessian": jax.hessian}[operator]
-        fn = jax.jit(maker(f))
+        fn = jax.jit(maker(lambda x: f(jnp, x)))
         return f"jax.jit(jax.{maker.__name__})", lambda: fn(x).block_until_ready()
     return None
 
@@ -138,7 +141,10 @@ def compare_speed(
             def f(x: Any, a: Any = a, problem: Problem = problem, xp: Any = xp) -> Any:
                 return problem.f(xp, x, a)
 
-            direct = direct_call(engine, problem.operator, f, x)
+            def in_namespace(xp: Any, x: Any, a: Any = a, problem: Problem = problem) -> Any:
+                return problem.f(xp, x, a)
+
+            direct = direct_call(engine, problem.operator, in_namespace, x)
             if direct is None:
                 continue
             reference, direct_thunk = direct
