@@ -32,10 +32,10 @@ import statistics
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import interleaved
 
 import diface as di
 from diface._tour import format_table
+from diface.testing._timing import interleaved
 
 jax.config.update("jax_enable_x64", True)
 

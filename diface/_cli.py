@@ -94,9 +94,9 @@ def compare(console: Any, specs: list[str] | None, which: str) -> int:
     counts = report.counts()
     operators = list(dict.fromkeys(op for _, op in counts))
     table = Table(title=f"diface compare: {len(scenarios)} scenarios, every variant, each call twice")
-    table.add_column("backend")
+    table.add_column("backend", no_wrap=True)
     for op in operators:
-        table.add_column(op, justify="center")
+        table.add_column(op.replace("_", " "), justify="center")
     for backend in dict.fromkeys(b for b, _ in counts):
         cells = []
         for op in operators:
@@ -104,6 +104,10 @@ def compare(console: Any, specs: list[str] | None, which: str) -> int:
             cells.append(_cell(cell))
         table.add_row(backend, *cells)
     console.print(table)
+    console.print(
+        "cells: checks passed/run; [yellow]Nx[/]: expected failures (known engine limits); "
+        "[dim]N-[/]: not applicable (the engine cannot run the scenario)"
+    )
     expected = [r for r in report.rows if r.status in ("xfail", "xpass")]
     for reason in dict.fromkeys(r.reason for r in expected):
         console.print(f"[yellow]expected failure[/]: {escape(reason)}")
@@ -116,15 +120,16 @@ def compare(console: Any, specs: list[str] | None, which: str) -> int:
 
 
 def _cell(cell: dict[str, int]) -> str:
+    """`passed/run`, green or red, then the expected failures and the checks that do not apply."""
     if not cell:
         return ""
     passed = cell.get("pass", 0) + cell.get("xpass", 0)
-    total = sum(cell.values()) - cell.get("n/a", 0)
-    text = f"[red]{cell['fail']} failed[/] / {total}" if cell.get("fail") else f"[green]{passed}/{total} ok[/]"
+    run = sum(cell.values()) - cell.get("n/a", 0)
+    text = f"[red]{passed}/{run}[/]" if cell.get("fail") else f"[green]{passed}/{run}[/]"
     if cell.get("xfail"):
-        text += f" [yellow]({cell['xfail']} xfail)[/]"
+        text += f" [yellow]{cell['xfail']}x[/]"
     if cell.get("n/a"):
-        text += f" [dim]({cell['n/a']} n/a)[/]"
+        text += f" [dim]{cell['n/a']}-[/]"
     return text
 
 
