@@ -189,6 +189,7 @@ def _plot(rows: list, path: str) -> None:
     ratios = [r.ratio for r in rows]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(rows)), 4.0))
     ax.bar(range(len(rows)), ratios, color=["tab:green" if q <= 1.15 else "tab:orange" for q in ratios])
+    ax.set_yscale("log")  # ratios span from a few percent (the tape against autograd) to above one
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(rows)), labels, rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("diface time / direct engine time")
