@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import assert_operator, first_order_backends, operator_cases, second_order_backends
+from diface.testing import default_scenarios, structural_scenarios, tolerances
+from diface.testing._kit import applicable, dot_product_check
 
 
 @pytest.mark.parametrize(("backend", "scenario", "op"), operator_cases(first_order_backends(), False))
@@ -20,3 +22,21 @@ def test_first_order(backend, scenario, op):
 @pytest.mark.parametrize(("backend", "scenario", "op"), operator_cases(second_order_backends(), True))
 def test_second_order(backend, scenario, op):
     assert_operator(backend, scenario, op)
+
+
+def _dot_cases() -> list:
+    cases = []
+    for backend in first_order_backends():
+        for scenario in default_scenarios() + structural_scenarios():
+            if applicable(backend, scenario) or backend.known_deviation(scenario):
+                continue  # reported by the operator tests, with their reasons
+            cases.append(pytest.param(backend, scenario, id=f"{backend.label()}-{scenario.name}"))
+    return cases
+
+
+@pytest.mark.parametrize(("backend", "scenario"), _dot_cases())
+def test_dot_product_identity(backend, scenario):
+    """<ty, J tx> = <J^T ty, tx> with each backend's own pushforward and pullback."""
+    rtol, atol = tolerances(backend, "gradient")
+    failures = dot_product_check(backend, scenario, rtol, atol)
+    assert not failures, "\n".join(map(str, failures))
