@@ -30,22 +30,30 @@ from ._tracer import operand
 __all__: list[str] = []
 
 
-@implements(np.sum)
-def _sum(
-    a: Any,
-    axis: Any = None,
-    dtype: Any = None,
-    out: Any = None,
-    keepdims: bool = False,
-    initial: Any = NO,
-    where: Any = NO,
-) -> Any:
-    refuse_kwargs("numpy.sum", where=where)
-    a = operand(a)
-    if dtype is not None:
-        a = a.astype(dtype)
-    r = SUM(a, axis=axes_of(axis, ndim_of(a)), keepdims=bool(keepdims))
-    return write_out(r if initial is NO else np.add(r, initial), out)
+def _folding(prim: Any, combine: Any, name: str) -> Callable:
+    """The handler of np.sum / np.prod: `prim` over the axes, `initial` folded in with `combine`."""
+
+    def handler(
+        a: Any,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = NO,
+        where: Any = NO,
+    ) -> Any:
+        refuse_kwargs(name, where=where)
+        a = operand(a)
+        if dtype is not None:
+            a = a.astype(dtype)
+        r = prim(a, axis=axes_of(axis, ndim_of(a)), keepdims=bool(keepdims))
+        return write_out(r if initial is NO else combine(r, initial), out)
+
+    return handler
+
+
+_sum = implements(np.sum)(_folding(SUM, np.add, "numpy.sum"))
+implements(np.prod)(_folding(PROD, np.multiply, "numpy.prod"))
 
 
 def count_of(shape: tuple, axes: tuple) -> int:
@@ -115,24 +123,6 @@ def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fal
         total = np.sum(w, axis=axis, keepdims=keepdims)
         avg = np.divide(np.sum(np.multiply(a, w), axis=axis, keepdims=keepdims), total)
     return (avg, np.broadcast_to(total, shape_of(avg))) if returned else avg
-
-
-@implements(np.prod)
-def _prod(
-    a: Any,
-    axis: Any = None,
-    dtype: Any = None,
-    out: Any = None,
-    keepdims: bool = False,
-    initial: Any = NO,
-    where: Any = NO,
-) -> Any:
-    refuse_kwargs("numpy.prod", where=where)
-    a = operand(a)
-    if dtype is not None:
-        a = a.astype(dtype)
-    r = PROD(a, axis=axes_of(axis, ndim_of(a)), keepdims=bool(keepdims))
-    return write_out(r if initial is NO else np.multiply(r, initial), out)
 
 
 def _extreme(prim: Any, name: str) -> Callable:
