@@ -79,8 +79,10 @@ def tour() -> None:
     print(f"\nPreparation: prepare once, call many times (Rosenbrock, n = {n}, {2 * n} evaluations of f per call)\n")
     print(format_table(["call", "time per call"], timings))
     second = SecondOrder(AutoFiniteDiff(), AutoFiniteDiff())
-    print(f"\nSecond order runs outer-over-inner: {second!r}")
-    print("Other engines: di.AutoAutograd(), di.AutoTorch(), di.AutoJAX() once installed (pip install 'diface[all]').")
+    print(f"\nSecond-order operators run one backend over another: {second.label()}")
+    print("Exact derivatives of the same NumPy code, no framework needed: di.AutoTape().")
+    print("Other engines: di.AutoAutograd(), di.AutoTorch(), di.AutoJAX() (pip install 'diface[all]');")
+    print("python -m diface info | compare | bench: what is installed, cross-engine checks, speed.")
 
 
 def _time(fn: Callable[[], Any], repeat: int = 20) -> str:
