@@ -17,6 +17,6 @@ def pytest_collection_modifyitems(items: list) -> None:
         if not docstring:
             continue
         for engine in OPTIONAL_ENGINES:
-            uses = re.search(rf"^\s*>>> .*\b(import|from) {engine}\b", docstring, re.MULTILINE)
+            uses = re.search(rf"^\s*>>> (?:import|from) [^\n]*\b{engine}\b", docstring, re.MULTILINE)
             if uses and importlib.util.find_spec(engine) is None:
                 item.add_marker(pytest.mark.skip(reason=f"the example needs {engine}, which is not installed"))
