@@ -53,7 +53,9 @@ class ArrayOps(abc.ABC):
     def eye(self, n: int, dtype: Any, like: Any = None) -> Any: ...
 
     @abc.abstractmethod
-    def copy(self, a: Any) -> Any: ...
+    def copy(self, a: Any) -> Any:
+        """A new, contiguous (row-major), writable array holding `a`'s values."""
+        ...
 
     # shape -----------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -89,7 +91,8 @@ class ArrayOps(abc.ABC):
         dst[...] = src
 
     def flat_view(self, a: Any) -> Any:
-        """A 1-D view of the contiguous mutable array `a`: writing into it writes into `a`."""
+        """A 1-D view of the contiguous mutable array `a`: writing into it writes into `a`. Raises
+        rather than return a copy (writes into a copy would be lost)."""
         return self.reshape(a, (-1,))
 
     def shares_memory(self, a: Any, b: Any) -> bool:
@@ -149,10 +152,13 @@ class NumpyOps(ArrayOps):
         return np.eye(n, dtype=dtype)
 
     def copy(self, a: Any) -> Any:
-        return np.array(a, copy=True)
+        return np.array(a, copy=True, order="C")
 
     def reshape(self, a: Any, shape: tuple) -> Any:
         return np.reshape(a, shape)
+
+    def flat_view(self, a: Any) -> Any:
+        return np.reshape(a, -1, copy=False)  # raises ValueError where only a copy could be made
 
     def stack(self, arrays: list, axis: int = 0) -> Any:
         return np.stack(arrays, axis=axis)

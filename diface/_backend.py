@@ -159,11 +159,15 @@ class Backend(abc.ABC):
 
     def _native_second_order(self, op: str, problem: Problem, extra: Any) -> Kernel | None:
         outer, inner = self.second_order_backends()
-        outer_ops = outer.array_ops(problem.x)
+        try:
+            outer_ops = outer.array_ops(problem.x)
+        except ArgumentError:  # the outer engine cannot take these arrays at all
+            outer_ops = None
         if outer_ops is not problem.ops:
+            works_on = f"works on {outer_ops.name} arrays" if outer_ops is not None else "cannot take these arrays"
             raise NotSupportedError(
-                f"{self!r}: the outer backend works on {outer_ops.name} arrays but the inner one gives it "
-                f"{problem.ops.name} arrays; use one engine for both, or AutoFiniteDiff() outside"
+                f"{self!r}: the outer backend {works_on} but the inner one gives it {problem.ops.name} arrays; "
+                "use one engine for both, or AutoFiniteDiff() outside"
             )
         return outer.prepare_second_order(op, inner, problem, extra)
 

@@ -74,15 +74,18 @@ def compare(console: Any, specs: list[str] | None, which: str) -> int:
     from rich.table import Table
 
     from .testing import _kit
+    from .testing._layouts import edge_scenarios, layout_scenarios
     from .testing._scenarios import default_scenarios
     from .testing._structural import structural_scenarios
 
     backends = _chosen(specs)
     scenarios = {
-        "default": default_scenarios(),
-        "structural": structural_scenarios(),
-        "all": default_scenarios() + structural_scenarios(),
-    }[which]
+        "default": default_scenarios,
+        "structural": structural_scenarios,
+        "layouts": layout_scenarios,
+        "edges": edge_scenarios,
+        "all": _kit.all_scenarios,
+    }[which]()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("checking", total=len(backends) * len(scenarios))
@@ -93,7 +96,9 @@ def compare(console: Any, specs: list[str] | None, which: str) -> int:
         report = _kit.run_checks(backends, scenarios, progress=step)
     counts = report.counts()
     operators = list(dict.fromkeys(op for _, op in counts))
-    table = Table(title=f"diface compare: {len(scenarios)} scenarios, every variant, each call twice")
+    table = Table(
+        title=f"diface compare: {len(scenarios)} scenarios, every variant, each call twice, and from 8 threads"
+    )
     table.add_column("backend", no_wrap=True)
     for op in operators:
         table.add_column(op.replace("_", " "), justify="center")
@@ -208,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("info", help="which backends are available, with versions")
     c = commands.add_parser("compare", help="run the test kit on every available backend")
     c.add_argument("--backends", nargs="+", metavar="NAME[:ARG]", help="e.g. jax torch:forward finitediff:complex")
-    c.add_argument("--scenarios", choices=("default", "structural", "all"), default="all")
+    c.add_argument("--scenarios", choices=("default", "structural", "layouts", "edges", "all"), default="all")
     b = commands.add_parser("bench", help="prepared diface calls against the engines called directly")
     b.add_argument("--backends", nargs="+", metavar="NAME[:ARG]")
     b.add_argument("--plot", metavar="FILE.png", help="also draw the ratios (needs matplotlib)")

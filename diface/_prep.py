@@ -92,8 +92,21 @@ class Prep:
         to_user: bool,
         point: tuple[Any, tuple],
         structure: tuple,
+        tangents: tuple | None = None,
     ) -> None:
         ops = problem.ops
+        # what `copy()` needs to prepare again: the problem, the native tangents, the settings
+        self._problem, self._tangents = problem, tangents
+        self._settings = dict(
+            signature=signature,
+            strict=strict,
+            same_point=same_point,
+            batch=batch,
+            to_user=to_user,
+            point=point,
+            structure=structure,
+            tangents=tangents,
+        )
         self.f = problem.f
         self.backend = backend
         self.strict = strict
@@ -115,7 +128,9 @@ class Prep:
         self._x_type, self._x_dtype, self._x_shape = self._x_spec
         self._native_type = type(problem.x)
         # results need a cast to the result dtype unless the kernel says they have it already
-        self._cast = getattr(kernel, "result_dtype", None) != self.dtype
+        # (compared with `is None` first: NumPy finds np.dtype("float64") == None true)
+        declared = getattr(kernel, "result_dtype", None)
+        self._cast = declared is None or declared != self.dtype
         # calls with nothing but x, of an operator without tangents, that need no conversion take a
         # shorter path through run(); a 0-d NumPy result still becomes a NumPy scalar there
         self._fast = self._only_x and not to_user and not same_point and self.op.extra is None
@@ -134,6 +149,29 @@ class Prep:
             f"<{type(self).__name__} of {name} on {self.backend!r}: x {self.x_dtype} {self.x_shape}, "
             f"y {self.y_dtype} {self.y_shape}{', same point' if self.same_point else ''}>"
         )
+
+    def copy(self) -> Prep:
+        """An independent preparation for the same f, backend, point and settings, with buffers of its
+        own: what `prepare_*` would return again (a kernel that can copy itself shares what is
+        immutable, such as a recording or a compiled program, instead of redoing it).
+
+        A preparation may already be shared by any number of threads (see docs/preparation.md,
+        "Threads"); `copy()` is for users who prefer one per worker.
+
+        Example:
+            >>> import numpy as np, diface as di
+            >>> prep = di.prepare_gradient(lambda x: np.sum(x**2), di.AutoFiniteDiff(), np.zeros(2))
+            >>> twin = prep.copy()
+            >>> twin is not prep, twin.gradient(np.array([1.0, 2.0])).round(6)
+            (True, array([2., 4.]))
+        """
+        copy_kernel = getattr(self.kernel, "copy", None)
+        kernel = (
+            copy_kernel()
+            if copy_kernel is not None
+            else prepare_kernel(self.op, self.backend, self._problem, self._tangents, self.same_point)
+        )
+        return type(self)(self._problem, self.backend, kernel, **self._settings)
 
     def _install_direct_path(self) -> None:
         """Shadow the plain operator's method (`prep.gradient`, ...) with a closure that calls the
@@ -233,6 +271,8 @@ class Prep:
                 return d[()] if self._scalar_result and type(d) is np.ndarray else d
             results = tuple(self._result(d, None) for d in r[1:])
             return (r[0], *results) if self.op.value_first else results
+        if contexts:
+            check_contexts(contexts, self.op.name)
         if check and self.strict:
             self.check(x, extra, contexts, y)
         ops = self.ops
@@ -421,7 +461,27 @@ def native_x(ops: ArrayOps, x: Any) -> Any:
         )
     if ops is NUMPY:
         return x
+    if np.result_type(x).kind not in "fc":  # before the framework sees it: its errors say less
+        _check_floating(NUMPY, np.result_type(x), "", "x")
     return ops.asarray(x)
+
+
+def prepare_kernel(op: OpSpec, backend: Backend, problem: Problem, tangents: tuple | None, same_point: bool) -> Kernel:
+    """The backend's kernel for operator `op` on `problem` (with native `tangents` for the operators
+    that take them)."""
+    if op.extra is None:
+        return getattr(backend, f"prepare_{op.name}")(problem)
+    suffix = "_same_point" if same_point else ""
+    return getattr(backend, f"prepare_{op.name}{suffix}")(problem, tangents)
+
+
+def _snapshot(ops: ArrayOps, value: Any) -> Any:
+    """A copy of a mutable array (the user may change theirs later), anything else as it is."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if ops.mutable and ops.is_native(value):
+        return ops.copy(value)
+    return value
 
 
 def prepare(
@@ -470,6 +530,12 @@ def prepare(
         c.with_value(ops.asarray(c.value, like=xn)) if ops is not NUMPY and isinstance(c.value, np.ndarray) else c
         for c in contexts
     )
+    if same_point:
+        # the point is part of a same-point preparation: hold copies, not the user's mutable arrays
+        xn = _snapshot(ops, xn)
+        native_contexts = tuple(
+            c.with_value(_snapshot(ops, c.value)) if isinstance(c, Constant) else c for c in native_contexts
+        )
     problem = Problem(f, xn, native_contexts, yn, ops, single_use=single_use)
     y_shape, y_dtype = problem.y_spec if yn is not None else backend.output_spec(problem)
     problem.set_y_spec(y_shape, y_dtype)
@@ -480,16 +546,15 @@ def prepare(
             "for array outputs, or reduce the output (e.g. with .sum())"
         )
     batch = None
-    if op.extra is None:
-        kernel = getattr(backend, f"prepare_{op.name}")(problem)
-    else:
+    native: tuple | None = None
+    if op.extra is not None:
         batch = len(extra) if type(extra) is tuple else None
         tangents = extra if type(extra) is tuple else (extra,)
         if not tangents:
             raise ArgumentError(f"{where}: the tuple of tangents is empty")
         like_x = op.extra == "tx"
         shape, dtype = (problem.x_shape, x_dtype) if like_x else (y_shape, y_dtype)
-        native = []
+        converted = []
         for i, t in enumerate(tangents):
             label = op.extra if batch is None else f"{op.extra}[{i}]"
             tn = t if ops.is_native(t) else _native_tangent(ops, t, xn, dtype, where, label)
@@ -503,10 +568,13 @@ def prepare(
                     f"{where}: tangent {label} has dtype {dtype_of(tn)}, it must have the dtype of "
                     f"{'x' if like_x else 'y'}: {dtype}"
                 )
-            native.append(tn)
-        suffix = "_same_point" if same_point else ""
-        kernel = getattr(backend, f"prepare_{op.name}{suffix}")(problem, tuple(native))
+            converted.append(tn)
+        native = tuple(converted)
+    kernel = prepare_kernel(op, backend, problem, native, same_point)
     labels, values = _labelled(op, x, extra, contexts, y)
+    constants = tuple(c.value for c in contexts if isinstance(c, Constant))
+    if same_point:
+        constants = tuple(_snapshot(NUMPY, v) for v in constants)
     return PREP_CLASSES[op.name](
         problem,
         backend,
@@ -516,8 +584,9 @@ def prepare(
         same_point=same_point,
         batch=batch,
         to_user=to_user,
-        point=(x, tuple(c.value for c in contexts if isinstance(c, Constant))),
+        point=(_snapshot(NUMPY, x) if same_point else x, constants),
         structure=(extra, contexts, y),
+        tangents=native,
     )
 
 
@@ -525,19 +594,23 @@ def _native_tangent(ops: ArrayOps, t: Any, xn: Any, dtype: Any, where: str, labe
     if isinstance(t, (bool, int, float)):
         return ops.astype(ops.asarray(np.asarray(t), like=xn), dtype)
     if isinstance(t, (np.ndarray, np.generic, list)):
-        return ops.asarray(np.asarray(t), like=xn)
+        t = np.asarray(t)
+        if t.dtype.kind not in "fc":
+            raise ArgumentError(f"{where}: tangent {label} has dtype {t.dtype}; it must be floating point like {dtype}")
+        return ops.asarray(t, like=xn)
     raise ArgumentError(f"{where}: tangent {label} must be an array or a number, got {_kind(t)}")
 
 
 def _check_floating(ops: ArrayOps, dtype: Any, where: str, what: str) -> None:
     if ops.is_floating(dtype):
         return
+    prefix = f"{where}: " if where else ""
     if ops.is_complex(dtype):
         raise NotSupportedError(
-            f"{where}: {what} is complex ({dtype}); diface differentiates real floating-point arrays"
+            f"{prefix}{what} is complex ({dtype}); diface differentiates real floating-point arrays"
         )
     raise ArgumentError(
-        f"{where}: {what} has dtype {dtype}; differentiation needs floating point (e.g. pass x.astype(float))"
+        f"{prefix}{what} has dtype {dtype}; differentiation needs floating point (e.g. pass x.astype(float))"
     )
 
 
@@ -557,11 +630,11 @@ def call(
     if prep is None:
         prep = prepare(op, f, backend, x, extra, contexts, y, strict=False, single_use=True)
         return prep.run(full, x, extra, contexts, out, y, check=False)
-    if getattr(prep, "op", None) is not op:
-        made_by = getattr(getattr(prep, "op", None), "name", None)
+    if not isinstance(prep, Prep):
+        raise ArgumentError(f"{op.name}: prep= must be a preparation from di.prepare_{op.name}(...), got {_kind(prep)}")
+    if prep.op is not op:
         raise PreparationMismatchError(
-            f"{op.name}: prep= must come from di.prepare_{op.name}(...)"
-            + (f", this one was made by di.prepare_{made_by}" if made_by else f", got {_kind(prep)}")
+            f"{op.name}: prep= must come from di.prepare_{op.name}(...), this one was made by di.prepare_{prep.op.name}"
         )
     same_function = (f is prep.f or f == prep.f) and (backend is prep.backend or backend == prep.backend)
     x_only = prep._x_only

@@ -14,8 +14,9 @@ import numpy as np
 
 from ._arrays import ArrayOps
 from ._contexts import Context
+from ._errors import ArgumentError
 
-__all__ = ["Problem", "Kernel"]
+__all__ = ["Kernel", "Problem", "check_output", "describe_bad_output"]
 
 #: A prepared operator: `kernel(x, extra, context_values, y, full) -> tuple`.
 #:
@@ -90,7 +91,7 @@ class Problem:
     def y_spec(self) -> tuple[tuple, Any]:
         """(shape, dtype) of `f`'s output, from the buffer `y` or from one evaluation of `f`."""
         if self._y_spec is None:
-            y = self.y if self.y is not None else self.f(self.x, *self.context_values)
+            y = self.y if self.y is not None else check_output(self.f(self.x, *self.context_values))
             self._y_spec = (shape_of(y), dtype_of(y))
         return self._y_spec
 
@@ -101,7 +102,7 @@ class Problem:
     def evaluate(self, x: Any, context_values: tuple, y: Any = None) -> Any:
         """`f` at `x`: its return value, or the buffer `y` it wrote into."""
         if y is None:
-            return self.f(x, *context_values)
+            return check_output(self.f(x, *context_values))
         self.f(y, x, *context_values)
         return y
 
@@ -121,6 +122,32 @@ class Problem:
             single_use=self.single_use,
             y_spec=y_spec,
         )
+
+
+_NOT_ARRAYS = (list, tuple, dict, set, str, bytes)
+
+
+def check_output(value: Any) -> Any:
+    """`value` (what f returned) if it can be an array to differentiate, else `ArgumentError` saying
+    what f returned and what it should return."""
+    if value is None or isinstance(value, _NOT_ARRAYS):
+        raise ArgumentError(describe_bad_output(value))
+    return value
+
+
+def describe_bad_output(value: Any) -> str:
+    if value is None:
+        return (
+            "f returned None: it must return its output, an array or a number (a missing `return`? an in-place "
+            "function f(y, x) that writes into y must be called with the y= keyword)"
+        )
+    kind = type(value).__name__
+    hint = (
+        "stack the parts into one array (e.g. np.stack or np.concatenate), or differentiate each part separately"
+        if isinstance(value, (list, tuple, dict, set))
+        else "return a floating-point array or number"
+    )
+    return f"f returned a {kind}; it must return one array or a number, the output to differentiate: {hint}"
 
 
 def shape_of(a: Any) -> tuple:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -52,7 +53,11 @@ def test_a_correct_backend_passes_everything():
         "hvp",
         "second_derivative",
         "dot product",
+        "threads",
     }
+    scenarios = {r.scenario for r in report.rows}
+    assert "matrix to matrix, transposed" in scenarios and "empty to scalar" in scenarios
+    assert "vector to scalar, float32" in scenarios and "vector to vector, broadcast view" in scenarios
 
 
 @dataclass(frozen=True)
@@ -126,3 +131,55 @@ def test_benchmark_rows_count_calls_to_f():
     assert gradient[True]["calls"] == 8  # central differences, n = 4: 2n evaluations
     assert gradient[False]["calls"] == 9  # plus the evaluation that learns the output shape
     assert all(r["seconds"] > 0 for r in rows)
+
+
+@dataclass(frozen=True)
+class MemoryOrder(di.AutoFiniteDiff):
+    """Reads x in memory order as if it were row-major: right for C-contiguous arrays only."""
+
+    def prepare_gradient(self, problem: Any) -> Any:
+        kernel = super().prepare_gradient(problem)
+
+        def gradient(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+            if isinstance(x, np.ndarray):
+                x = x.ravel(order="K").reshape(x.shape)
+            return kernel(x, extra, cv, y, full)
+
+        return gradient
+
+
+def test_layouts_catch_a_backend_that_assumes_row_major_arrays():
+    from diface.testing import layout_scenarios
+
+    with pytest.raises(AssertionError, match="transposed"):
+        test_differentiation([MemoryOrder()], layout_scenarios(), operators=["gradient"], threads=0)
+    report = test_differentiation([MemoryOrder()], default_scenarios(), operators=["gradient"], threads=0)
+    assert report.ok  # plain arrays hide it
+
+
+@dataclass(frozen=True)
+class SharedBuffer(di.AutoFiniteDiff):
+    """Returns its gradients through one buffer per preparation: wrong as soon as two threads share it."""
+
+    def prepare_gradient(self, problem: Any) -> Any:
+        kernel = super().prepare_gradient(problem)
+        shared = np.zeros(problem.x_shape)
+
+        def gradient(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+            value, g = kernel(x, extra, cv, y, full)
+            shared[...] = g
+            time.sleep(1e-4)  # another thread writes meanwhile
+            return value, shared.copy()
+
+        return gradient
+
+
+def test_the_thread_check_catches_shared_state():
+    from diface.testing import check_threads
+
+    scenario = default_scenarios()[2]
+    failures = check_threads(SharedBuffer(), scenario, "gradient", threads=4, calls=20)
+    assert failures and "differs from the single-threaded one" in failures[0].message
+    assert check_threads(di.AutoFiniteDiff(), scenario, "gradient", threads=4, calls=20) == []
+    with pytest.raises(AssertionError, match="threads"):
+        test_differentiation([SharedBuffer()], [scenario], operators=["gradient"])

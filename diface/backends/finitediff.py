@@ -31,6 +31,7 @@ The complex-step method evaluates f at complex points: f must be complex-analyti
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -134,9 +135,17 @@ class AutoFiniteDiff(Backend):
         factor = self.step_factor(ops.eps(problem.x_dtype))
         x_dtype = problem.x_dtype
 
+        y_shape = problem.y_spec[0]
+        dtype = ops.result_type(x_dtype, problem.y_spec[1])
+        empty = size_of(problem.x_shape) == 0
+
         def pushforward_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+            if empty:  # no direction to step in: J is (m, 0) and every J t is zero
+                fx = evaluate.problem.evaluate(x, cv, y) if (full or y is not None) else None
+                return fx, tuple(ops.zeros(y_shape, dtype, x) for _ in tangents)
+            scratch = evaluate.scratch()
             fx = evaluate.at_point(x, cv, y, full)
-            shifted_cv = evaluate.shifted_contexts(cv)
+            shifted_cv = scratch.contexts(cv)
             results = []
             for t in tangents:
                 size = ops.max(ops.abs(t))
@@ -146,7 +155,7 @@ class AutoFiniteDiff(Backend):
                 shift = 1j * h if method == "complex" else h
                 quotient_step = 2 * h if method == "central" else h
                 point = lambda s, t=t, d=shift: x + (s * d) * t
-                results.append(evaluate.quotient(method, point, fx, quotient_step, shifted_cv))
+                results.append(evaluate.quotient(method, point, fx, quotient_step, shifted_cv, scratch))
             evaluate.finish(x, cv, y, fx)
             return (fx if full else None), tuple(results)
 
@@ -167,9 +176,12 @@ class AutoFiniteDiff(Backend):
         dtype = ops.result_type(problem.x_dtype, problem.y_spec[1])
 
         def jacobian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+            scratch = evaluate.scratch()
             fx = evaluate.at_point(x, cv, y, full)
-            shifted_cv = evaluate.shifted_contexts(cv)
-            flat_x = ops.reshape(x, (n,))
+            shifted_cv = scratch.contexts(cv)
+            flat_x = ops.reshape(x, (n,))  # read only: may be a copy
+            # the point perturbed one component at a time: a new contiguous array, written through a
+            # flat view of it (never through a reshape of x, which may be a copy)
             work = ops.astype(ops.copy(x), work_dtype) if method == "complex" else ops.copy(x)
             flat = ops.flat_view(work)
             h = factor * ops.maximum(ops.abs(flat_x), 1.0)
@@ -191,7 +203,9 @@ class AutoFiniteDiff(Backend):
                     flat[i] = up[i] if side > 0 else down[i]
                     return work
 
-                columns.append(evaluate.quotient(method, at, fx, steps[i], shifted_cv, restore=(flat, i, flat_x[i])))
+                columns.append(
+                    evaluate.quotient(method, at, fx, steps[i], shifted_cv, scratch, restore=(flat, i, flat_x[i]))
+                )
             evaluate.finish(x, cv, y, fx)
             jac = ops.reshape(ops.stack(columns, axis=-1), out_shape) if n else ops.zeros(out_shape, dtype, x)
             return (fx if full else None), jac
@@ -209,39 +223,42 @@ _TINY = 1e-30  # floor of |t| in the step along t (keeps h finite for a zero tan
 
 
 class _Evaluator:
-    """Evaluates f at perturbed points for one kernel: into scratch buffers for an in-place f (two,
-    since a central difference needs both sides at once), and forms the difference quotients."""
+    """Evaluates f at perturbed points for one kernel and forms the difference quotients.
+
+    The scratch an evaluation writes (output buffers of an in-place f, complex caches) belongs to the
+    calling thread (`scratch()`), so one preparation serves any number of threads at once.
+    """
 
     def __init__(self, backend: AutoFiniteDiff, problem: Problem, same_point: bool = False) -> None:
         self.problem = problem
-        self.ops = problem.ops
+        self.ops = ops = problem.ops
         self.method = backend.method
-        self.needs_fx = backend.method in ("forward", "backward")
+        # one-sided differences need f(x); the complex step needs it too, to return NaN where f is not
+        # finite (the complex extension of f may be finite where f itself is NaN: log(-1 + ih) = i pi)
+        self.needs_fx = backend.method in ("forward", "backward", "complex")
         self.fx = None  # f at the point of a same-point preparation
         if same_point and self.needs_fx:
-            y = None if problem.y is None else self.ops.copy(problem.y)
-            self.fx = self.ops.copy(problem.evaluate(problem.x, problem.context_values, y))
+            y = None if problem.y is None else ops.copy(problem.y)
+            self.fx = ops.copy(problem.evaluate(problem.x, problem.context_values, y))
+        self.y_spec = None
         if problem.inplace:
             y_shape, y_dtype = problem.y_spec
-            if backend.method == "complex":
-                y_dtype = self.ops.complex_dtype(y_dtype)
-            self.scratch = (self.ops.zeros(y_shape, y_dtype, problem.y), self.ops.zeros(y_shape, y_dtype, problem.y))
-        else:
-            self.scratch = (None, None)
+            self.y_spec = (y_shape, ops.complex_dtype(y_dtype) if backend.method == "complex" else y_dtype)
         # complex steps need complex scratch: Cache contents do not matter, so the evaluations at
         # complex points get complex caches of our own instead of the (real) ones passed in
-        self.complex_caches = {}
+        self.cache_specs = {}
         if backend.method == "complex":
             for i, c in enumerate(problem.contexts):
-                if isinstance(c, Cache) and self.ops.is_native(c.value) and self.ops.is_floating(dtype_of(c.value)):
-                    dtype = self.ops.complex_dtype(dtype_of(c.value))
-                    self.complex_caches[i] = self.ops.zeros(shape_of(c.value), dtype, c.value)
+                if isinstance(c, Cache) and ops.is_native(c.value) and ops.is_floating(dtype_of(c.value)):
+                    self.cache_specs[i] = (shape_of(c.value), ops.complex_dtype(dtype_of(c.value)), c.value)
+        self._local = threading.local()
 
-    def shifted_contexts(self, cv: tuple) -> tuple:
-        """The context values to evaluate f with at perturbed points."""
-        if not self.complex_caches:
-            return cv
-        return tuple(self.complex_caches.get(i, v) for i, v in enumerate(cv))
+    def scratch(self) -> _Scratch:
+        """The calling thread's scratch buffers (made on its first call)."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = _Scratch(self)
+        return scratch
 
     def at_point(self, x: Any, cv: tuple, y: Any, full: bool) -> Any:
         """f(x) when the method or the caller needs it (written into y for an in-place f)."""
@@ -259,8 +276,8 @@ class _Evaluator:
         if y is not None and fx is None:
             self.problem.evaluate(x, cv, y)
 
-    def _value(self, point: Any, cv: tuple, side: int, restore: tuple | None) -> Any:
-        buf = self.scratch[0 if side > 0 else 1]
+    def _value(self, point: Any, cv: tuple, side: int, scratch: _Scratch, restore: tuple | None) -> Any:
+        buf = scratch.outputs[0 if side > 0 else 1]
         value = self.problem.evaluate(point, cv, buf)
         if restore is not None:
             flat, i, original = restore
@@ -269,13 +286,34 @@ class _Evaluator:
             flat[i] = original
         return value
 
-    def quotient(self, method: str, at: Any, fx: Any, step: Any, cv: tuple, restore: tuple | None = None) -> Any:
+    def quotient(
+        self, method: str, at: Any, fx: Any, step: Any, cv: tuple, scratch: _Scratch, restore: tuple | None = None
+    ) -> Any:
         """The difference quotient of `method`, where `at(s)` is the point perturbed by `s` steps."""
         if method == "complex":
-            return self.ops.imag(self._value(at(1), cv, 1, restore)) / step
+            # + 0 * f(x): NaN wherever f(x) is not finite, exactly +0 elsewhere
+            return self.ops.imag(self._value(at(1), cv, 1, scratch, restore)) / step + 0 * fx
         if method == "central":
-            up = self._value(at(1), cv, 1, restore)
-            return (up - self._value(at(-1), cv, -1, restore)) / step
+            up = self._value(at(1), cv, 1, scratch, restore)
+            return (up - self._value(at(-1), cv, -1, scratch, restore)) / step
         if method == "forward":
-            return (self._value(at(1), cv, 1, restore) - fx) / step
-        return (fx - self._value(at(-1), cv, -1, restore)) / step
+            return (self._value(at(1), cv, 1, scratch, restore) - fx) / step
+        return (fx - self._value(at(-1), cv, -1, scratch, restore)) / step
+
+
+class _Scratch:
+    """One thread's buffers: two outputs for an in-place f (a central difference needs both sides at
+    once) and the complex caches of complex steps."""
+
+    def __init__(self, evaluator: _Evaluator) -> None:
+        ops = evaluator.ops
+        spec = evaluator.y_spec
+        like = evaluator.problem.y
+        self.outputs = (None, None) if spec is None else (ops.zeros(*spec, like), ops.zeros(*spec, like))
+        self.caches = {i: ops.zeros(shape, dtype, like) for i, (shape, dtype, like) in evaluator.cache_specs.items()}
+
+    def contexts(self, cv: tuple) -> tuple:
+        """The context values to evaluate f with at perturbed points."""
+        if not self.caches:
+            return cv
+        return tuple(self.caches.get(i, v) for i, v in enumerate(cv))

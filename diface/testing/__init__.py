@@ -6,21 +6,29 @@
 """
 
 from ._check import Failure, check_operator, tolerances
-from ._kit import Report, Row, benchmark_differentiation, test_differentiation
+from ._kit import Report, Row, all_scenarios, benchmark_differentiation, test_differentiation
+from ._layouts import LAYOUTS, Layout, edge_scenarios, layout_scenarios
 from ._scenarios import Scenario, default_scenarios
 from ._structural import structural_scenarios
+from ._threads import check_threads
 
 # pytest collects test_* functions from modules it imports: this one is the kit's entry point, not a test
 test_differentiation.__test__ = False  # type: ignore[attr-defined]
 
 __all__ = [
+    "LAYOUTS",
     "Failure",
+    "Layout",
     "Report",
     "Row",
     "Scenario",
+    "all_scenarios",
     "benchmark_differentiation",
     "check_operator",
+    "check_threads",
     "default_scenarios",
+    "edge_scenarios",
+    "layout_scenarios",
     "structural_scenarios",
     "test_differentiation",
     "tolerances",

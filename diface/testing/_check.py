@@ -32,25 +32,40 @@ class Failure:
         return f"{self.backend} | {self.scenario} | {self.operator} [{self.variant}]: {self.message}"
 
 
-def tolerances(backend: Any, operator: str) -> tuple[float, float]:
+def tolerances(backend: Any, operator: str, dtype: Any = np.float64) -> tuple[float, float]:
     """(rtol, atol) for comparing `backend`'s results with the analytic ones: 300 * eps ** a for
-    results accurate to eps ** a (a = 1 for exact engines; see AutoFiniteDiff for differences)."""
+    results accurate to eps ** a (a = 1 for exact engines; see AutoFiniteDiff for differences), eps
+    the machine epsilon of `dtype`."""
     accuracy = float(backend.accuracy_exponent)
     if operator in SECOND_ORDER:
         outer, inner = backend.second_order_backends()
         accuracy = float(outer.as_outer_of(inner).accuracy_exponent)
-    tol = max(1e-9, 300 * float(np.finfo(np.float64).eps) ** accuracy)
+    tol = max(1e-9, 300 * float(np.finfo(dtype).eps) ** accuracy)
     return tol, tol
 
 
 def _tangents(scenario: Scenario, operator: str, seed: int, batch: int | None) -> Any:
+    """Random tangents (like x) or cotangents (like y) of the scenario's dtypes, in its layout."""
     spec = OPERATORS[operator]
     if spec.extra is None:
         return None
-    shape = scenario.x_shape if spec.extra == "tx" else scenario.y_shape
+    like_x = spec.extra == "tx"
+    shape = scenario.x_shape if like_x else scenario.y_shape
+    dtype = scenario.dtype if like_x else _y_dtype(scenario)
     rng = np.random.default_rng(seed)
-    ts = tuple(rng.standard_normal(shape) if shape else rng.standard_normal() for _ in range(batch or 1))
+    ts = tuple(
+        scenario.arrange(rng.standard_normal(shape).astype(dtype)) if shape else dtype.type(rng.standard_normal())
+        for _ in range(batch or 1)
+    )
     return ts if batch else ts[0]
+
+
+def _y_dtype(scenario: Scenario) -> np.dtype:
+    return np.result_type(scenario.value())
+
+
+def _result_dtype(scenario: Scenario) -> np.dtype:
+    return np.result_type(scenario.dtype, _y_dtype(scenario))
 
 
 def _snapshot(a: Any) -> Any:
@@ -89,10 +104,11 @@ def _compare(got: Any, want: Any, rtol: float, atol: float) -> str | None:
     return None
 
 
-def _garbage_like(a: Any) -> Any:
+def _garbage_like(a: Any, scenario: Scenario, dtype: Any) -> Any:
+    """`out=` buffers for results like `a`, full of NaN, in the scenario's layout where it can be written."""
     if isinstance(a, tuple):
-        return tuple(_garbage_like(v) for v in a)
-    return np.full(np.shape(a), np.nan)
+        return tuple(_garbage_like(v, scenario, dtype) for v in a)
+    return scenario.arrange(np.full(np.shape(a), np.nan, dtype=dtype), buffer=True)
 
 
 def check_operator(
@@ -104,7 +120,7 @@ def check_operator(
     results against the analytic references, that `out=` buffers are the ones returned, that inputs,
     tangents and Constant contexts are left intact, and that an in-place function leaves f(x) in y.
     """
-    default_rtol, default_atol = tolerances(backend, operator)
+    default_rtol, default_atol = tolerances(backend, operator, scenario.dtype)
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
     spec = OPERATORS[operator]
@@ -114,6 +130,7 @@ def check_operator(
     prepare = getattr(ops, f"prepare_{operator}")
     failures: list[Failure] = []
     value = scenario.value()
+    y_dtype, result_dtype = _y_dtype(scenario), _result_dtype(scenario)
 
     def fail(variant: str, message: str) -> None:
         failures.append(Failure(backend.label(), scenario.name, operator, variant, message))
@@ -140,7 +157,7 @@ def check_operator(
         for prepared in (False, True):
             prep = None
             if prepared:
-                prep_y = np.zeros(scenario.y_shape) if scenario.inplace else None
+                prep_y = np.zeros(scenario.y_shape, y_dtype) if scenario.inplace else None
                 prep_extra = () if spec.extra is None else (prep_tangents,)
                 try:
                     prep = prepare(
@@ -161,12 +178,16 @@ def check_operator(
                         want = expected if is_full else expected[-1:]
                         out = None
                         if with_out:
-                            out = _garbage_like(want if len(want) > 1 else want[0])
+                            out = _garbage_like(want if len(want) > 1 else want[0], scenario, result_dtype)
                         contexts = scenario.make_contexts()
                         constants = _snapshot(tuple(c.value for c in contexts if isinstance(c, Constant)))
-                        x = np.array(scenario.x, copy=True) if np.ndim(scenario.x) else scenario.x
+                        x = scenario.fresh_x()
                         inputs = _snapshot((x, *extra))
-                        y = np.full(scenario.y_shape, np.nan) if scenario.inplace else None
+                        y = (
+                            scenario.arrange(np.full(scenario.y_shape, np.nan, y_dtype), buffer=True)
+                            if scenario.inplace
+                            else None
+                        )
                         kwargs: dict[str, Any] = {"out": out}
                         if scenario.inplace:
                             kwargs["y"] = y

@@ -12,13 +12,16 @@ import numpy as np
 from .. import _operators as ops
 from .._prep import OPERATORS
 from .._table import format_table
-from ._check import Failure, _tangents, check_operator, tolerances
+from ._check import Failure, _tangents, _y_dtype, check_operator, tolerances
+from ._layouts import edge_scenarios, layout_scenarios
 from ._scenarios import Scenario, default_scenarios
 from ._structural import structural_scenarios
+from ._threads import check_threads
 
-__all__ = ["Report", "Row", "benchmark_differentiation", "run_checks", "test_differentiation"]
+__all__ = ["Report", "Row", "all_scenarios", "benchmark_differentiation", "run_checks", "test_differentiation"]
 
 DOT_PRODUCT = "dot product"
+THREADS = "threads"
 
 
 @dataclass
@@ -91,7 +94,7 @@ def dot_product_check(backend: Any, scenario: Scenario, rtol: float, atol: float
     """<ty, J tx> = <J^T ty, tx> with the backend's own pushforward and pullback."""
     f = scenario.bind(backend.array_namespace())
     tx, ty = _tangents(scenario, "pushforward", 3, None), _tangents(scenario, "pullback", 4, None)
-    kwargs = {"y": np.zeros(scenario.y_shape)} if scenario.inplace else {}
+    kwargs = {"y": np.zeros(scenario.y_shape, _y_dtype(scenario))} if scenario.inplace else {}
     try:
         jtx = ops.pushforward(f, backend, scenario.x, tx, *scenario.make_contexts(), **kwargs)
         jty = ops.pullback(f, backend, scenario.x, ty, *scenario.make_contexts(), **kwargs)
@@ -108,6 +111,12 @@ def dot_product_check(backend: Any, scenario: Scenario, rtol: float, atol: float
     return []
 
 
+def all_scenarios() -> list[Scenario]:
+    """What `test_differentiation` checks by default: the default scenarios, the structural ones, every
+    layout of the array scenarios, and the edge shapes and dtypes."""
+    return default_scenarios() + structural_scenarios() + layout_scenarios() + edge_scenarios()
+
+
 def test_differentiation(
     backends: Iterable[Any],
     scenarios: list[Scenario] | None = None,
@@ -115,17 +124,22 @@ def test_differentiation(
     rtol: float | None = None,
     atol: float | None = None,
     operators: Iterable[str] | None = None,
+    threads: int = 8,
+    thread_calls: int = 10,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Check backends against analytic (or recorded) results.
 
-    For each backend and scenario (default: `default_scenarios()` and `structural_scenarios()`),
-    every variant of every applicable operator runs unprepared and prepared at the scenario's other
-    point, each call twice; inputs must stay intact; the dot-product identity
-    `<ty, J tx> = <J^T ty, tx>` is checked wherever pushforward and pullback both apply. Tolerances
-    default to each backend's accuracy (see `tolerances`). Known engine limits are reported as
-    expected failures ("xfail") with their reason; scenarios a backend cannot run as "n/a".
-    `progress`, if given, is called with a description before each backend-scenario pair.
+    For each backend and scenario (default: `all_scenarios()`: the default, structural, layout and
+    edge scenarios), every variant of every applicable operator runs unprepared and prepared at the
+    scenario's other point, each call twice; inputs must stay intact; the dot-product identity
+    `<ty, J tx> = <J^T ty, tx>` is checked wherever pushforward and pullback both apply. With
+    `threads` > 1, every operator of every scenario that is not a layout variant also runs from that
+    many threads sharing one preparation, `thread_calls` calls each (`check_threads`), reported as
+    the check "threads". Tolerances default to each backend's accuracy (see `tolerances`). Known
+    engine limits are reported as expected failures ("xfail") with their reason; scenarios a backend
+    cannot run as "n/a". `progress`, if given, is called with a description before each
+    backend-scenario pair.
 
     Raises `AssertionError` with a table of the failures, else returns the `Report`.
 
@@ -134,9 +148,18 @@ def test_differentiation(
         >>> from diface.testing import default_scenarios, test_differentiation
         >>> report = test_differentiation([di.AutoFiniteDiff()], default_scenarios()[:2])
         >>> report.ok, len(report.rows)
-        (True, 15)
+        (True, 17)
     """
-    report = run_checks(backends, scenarios, rtol=rtol, atol=atol, operators=operators, progress=progress)
+    report = run_checks(
+        backends,
+        scenarios,
+        rtol=rtol,
+        atol=atol,
+        operators=operators,
+        threads=threads,
+        thread_calls=thread_calls,
+        progress=progress,
+    )
     if not report.ok:
         raise AssertionError(
             f"{len(report.failed)} of {len(report.rows)} checks failed:\n{report.failure_table()}\n\nsummary:\n{report}"
@@ -151,11 +174,13 @@ def run_checks(
     rtol: float | None = None,
     atol: float | None = None,
     operators: Iterable[str] | None = None,
+    threads: int = 8,
+    thread_calls: int = 10,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """`test_differentiation` without the raising: the report, failures included."""
     backends = list(backends)
-    scenarios = (default_scenarios() + structural_scenarios()) if scenarios is None else list(scenarios)
+    scenarios = all_scenarios() if scenarios is None else list(scenarios)
     wanted = set(OPERATORS) if operators is None else set(operators)
     rows: list[Row] = []
     for backend in backends:
@@ -168,14 +193,23 @@ def run_checks(
             checks = [op for op in scenario.operators() if op in wanted]
             if "pushforward" in checks and "pullback" in checks:
                 checks.append(DOT_PRODUCT)
+            thread_ops = [op for op in checks if op != DOT_PRODUCT] if threads > 1 and scenario.layout is None else []
+            if thread_ops:
+                checks.append(THREADS)
             for op in checks:
                 if reason:
                     rows.append(Row(name, scenario.name, op, "n/a", reason=reason))
                     continue
-                r_tol, a_tol = tolerances(backend, "gradient" if op == DOT_PRODUCT else op)
+                r_tol, a_tol = tolerances(backend, "gradient" if op in (DOT_PRODUCT, THREADS) else op, scenario.dtype)
                 r_tol, a_tol = (r_tol if rtol is None else rtol), (a_tol if atol is None else atol)
                 if op == DOT_PRODUCT:
                     failures = dot_product_check(backend, scenario, r_tol, a_tol)
+                elif op == THREADS:
+                    failures = [
+                        failure
+                        for thread_op in thread_ops
+                        for failure in check_threads(backend, scenario, thread_op, threads=threads, calls=thread_calls)
+                    ]
                 else:
                     failures = check_operator(backend, scenario, op, rtol=r_tol, atol=a_tol)
                 if deviation:
@@ -228,7 +262,7 @@ def _time_operator(backend: Any, scenario: Scenario, op: str, repeat: int) -> li
         return f(*args)
 
     extra = () if OPERATORS[op].extra is None else (_tangents(scenario, op, 5, None),)
-    kwargs = {"y": np.zeros(scenario.y_shape)} if scenario.inplace else {}
+    kwargs = {"y": np.zeros(scenario.y_shape, _y_dtype(scenario))} if scenario.inplace else {}
     args = (counted, backend, scenario.x, *extra)
     prep = getattr(ops, f"prepare_{op}")(*args, *scenario.make_contexts(), **kwargs)
     operator = getattr(ops, op)

@@ -46,6 +46,9 @@ class Scenario:
     #: for structural scenarios: the family (where, cat, narrow, clamp) and the input differentiated
     family: str | None = None
     role: str | None = None
+    #: how x, tangents, Constant arrays and (where it can be written) buffers are held in memory
+    #: (see `diface.testing.layout_scenarios`); None: plain contiguous arrays
+    layout: Any = None
     _bound: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
@@ -72,7 +75,7 @@ class Scenario:
         x = self.x if x is None else x
         cv = self.context_values(prep)
         if self.inplace:
-            y = np.zeros(self.y_shape)
+            y = np.zeros(self.y_shape, self.dtype)
             self.f(np, y, np.asarray(x), *cv)
             return y
         return np.asarray(self.f(np, np.asarray(x), *_fresh(cv)))
@@ -82,6 +85,25 @@ class Scenario:
         return np.shape(self.x)
 
     @property
+    def dtype(self) -> np.dtype:
+        """The floating-point dtype of x (the precision results are checked to)."""
+        return np.result_type(self.x)
+
+    def arrange(self, a: Any, buffer: bool = False) -> Any:
+        """`a` held in the scenario's layout (as it is without one); `buffer`: `a` will be written into."""
+        if self.layout is None:
+            return a
+        from ._layouts import arranged
+
+        return arranged(self.layout, a, buffer)
+
+    def fresh_x(self) -> Any:
+        """A new copy of x for one call, in the scenario's layout."""
+        if np.ndim(self.x) == 0:
+            return self.x
+        return self.arrange(np.array(self.x, copy=True))
+
+    @property
     def y_shape(self) -> tuple:
         jac = self.jacobian(self.x, *self.context_values())
         return np.shape(jac)[: np.ndim(jac) - len(self.x_shape)]
@@ -89,8 +111,9 @@ class Scenario:
     def make_contexts(self, prep: bool = False) -> tuple[Context, ...]:
         """Fresh contexts for one call: Constants as given, Caches as new arrays full of garbage (NaN),
         which a correct backend never lets reach the results."""
+        caches = lambda shape: np.full(shape, np.nan) if prep else self.arrange(np.full(shape, np.nan), buffer=True)
         return tuple(
-            Cache(np.full(np.shape(c.value), np.nan)) if isinstance(c, Cache) else c
+            Cache(caches(np.shape(c.value))) if isinstance(c, Cache) else c
             for c in (self.prep_contexts if prep else self.contexts)
         )
 
