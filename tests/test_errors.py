@@ -257,3 +257,63 @@ def test_failed_call_leaves_nothing_a_later_call_sees():
         prep.gradient(x, out=out)
     fail["now"] = False
     np.testing.assert_allclose(prep.gradient(x, out=out), 3 * x**2, rtol=1e-8)
+
+
+# -- what f returns, on every backend ------------------------------------------------------------------
+def _engines() -> list:
+    from conftest import engine_defaults
+
+    return [b, di.AutoFiniteDiff("complex"), *engine_defaults()]
+
+
+@pytest.mark.parametrize("backend", _engines(), ids=lambda b: b.label())
+@pytest.mark.parametrize(
+    ("returned", "what"),
+    [(None, "f returned None"), ([1.0, 2.0], "f returned a list"), ("a", "f returned a str")],
+    ids=["None", "list", "str"],
+)
+def test_f_returning_something_else_than_an_array(backend, returned, what):
+    for call in (
+        lambda: di.gradient(lambda x: returned, backend, x),
+        lambda: di.jacobian(lambda x: returned, backend, x),
+        lambda: di.pushforward(lambda x: returned, backend, x, x),
+    ):
+        with pytest.raises(di.ArgumentError, match=what):
+            call()
+
+
+@pytest.mark.parametrize("backend", _engines(), ids=lambda b: b.label())
+def test_f_returning_a_tuple(backend):
+    with pytest.raises(di.ArgumentError, match="f returned a tuple"):
+        di.jacobian(lambda x: (x, x), backend, x)
+
+
+def test_prep_that_is_not_a_preparation():
+    with pytest.raises(di.ArgumentError, match=r"prep= must be a preparation from di.prepare_gradient"):
+        di.gradient(square_sum, b, x, prep=object())
+
+
+def test_bare_context_given_to_a_preparation():
+    scaled = lambda x, a: a * np.sum(x**2)
+    for strict in (True, False):
+        prep = di.prepare_gradient(scaled, b, x, di.Constant(2.0), strict=strict)
+        with pytest.raises(di.ArgumentError, match=r"bare float; wrap it as di.Constant"):
+            prep.gradient(x, 2.0)
+        with pytest.raises(di.ArgumentError, match=r"bare float"):
+            di.gradient(scaled, b, x, 2.0, prep=prep)
+
+
+def test_object_and_integer_arrays_on_every_backend():
+    for backend in _engines():
+        for bad in (np.array([1.0, "a"], dtype=object), np.array([1, 2, 3])):
+            with pytest.raises(di.ArgumentError, match="floating point"):
+                di.gradient(square_sum, backend, bad)
+        with pytest.raises(di.ArgumentError, match="tangent tx has dtype object"):
+            di.pushforward(elementwise, backend, x, np.array([1.0, "a", 2.0], dtype=object))
+
+
+def test_second_order_across_engines_is_not_supported():
+    pytest.importorskip("jax")
+    pytest.importorskip("torch")
+    with pytest.raises(di.NotSupportedError, match="use one engine for both"):
+        di.hessian(square_sum, di.SecondOrder(di.AutoJAX(), di.AutoTorch()), x)

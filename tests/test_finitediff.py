@@ -170,3 +170,22 @@ def test_same_point_one_sided_differences_evaluate_f_once_per_tangent():
     np.testing.assert_allclose(y, x**2)
     y[0] = 99.0  # the value handed out is a copy, not the preparation's own
     np.testing.assert_allclose(prep.value_and_pushforward(x, x)[0], x**2)
+
+
+def test_complex_step_is_nan_where_f_is_nan():
+    """log(-1) is NaN in real arithmetic, but log(-1 + ih) = i pi: the complex extension is finite
+    there, and its imaginary part over h was 1e16. f is not differentiable where it is NaN."""
+    x = np.array([-1.0, 2.0])
+    b = di.AutoFiniteDiff("complex")
+    with np.errstate(invalid="ignore"):
+        g = di.jacobian(np.log, b, x)
+        assert np.isnan(g[0, 0]) and g[1, 1] == pytest.approx(0.5)
+        assert np.all(np.isnan(di.pushforward(np.log, b, x, np.ones(2))[:1]))
+        assert np.isnan(di.derivative(np.log, b, -1.0))
+        prep = di.prepare_jacobian(np.log, b, np.ones(2))
+        assert np.isnan(prep.jacobian(x)[0, 0])
+
+
+def test_complex_step_of_f_returning_none_is_an_error():
+    with pytest.raises(di.ArgumentError, match="f returned None"):
+        di.gradient(lambda x: None, di.AutoFiniteDiff("complex"), np.ones(2))
