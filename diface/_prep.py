@@ -135,9 +135,13 @@ class Prep:
         # shorter path through run(); a 0-d NumPy result still becomes a NumPy scalar there
         self._fast = self._only_x and not to_user and not same_point and self.op.extra is None
         self._scalar_result = self.user_numpy and self.op.result_shapes(self.x_shape, self.y_shape)[-1] == ()
-        # a kernel may offer `x_only(x)`: the plain result from x alone, as the user gets it (a compiled
-        # program, say); then the plain operator's method calls it with nothing but the strict check
-        self._x_only = getattr(kernel, "x_only", None) if self._fast and not self._scalar_result else None
+        # a kernel may say it takes NumPy arrays (x, tangents, contexts) as they are, converting them
+        # itself on the way in (a compiled JAX program does, for about a microsecond): then the call
+        # path passes NumPy input through instead of converting it
+        self._takes_numpy = to_user and getattr(kernel, "accepts_numpy", False)
+        # a kernel may offer `x_only(x)`: the plain result from x alone (a compiled program, say);
+        # then the plain operator's method calls it with nothing but the strict check
+        self._x_only = self._direct_program(kernel, same_point)
         if self._x_only is not None:
             self._install_direct_path()
         # same-point preparations remember the point: x and the Constant values, as the user gave them
@@ -172,6 +176,24 @@ class Prep:
             else prepare_kernel(self.op, self.backend, self._problem, self._tangents, self.same_point)
         )
         return type(self)(self._problem, self.backend, kernel, **self._settings)
+
+    def _direct_program(self, kernel: Kernel, same_point: bool) -> Callable[[Any], Any] | None:
+        """The kernel's `x_only` program as the user gets its result (NumPy in, NumPy out where the
+        kernel takes NumPy input), or None where the plain call needs the general path."""
+        program = getattr(kernel, "x_only", None)
+        if program is None or not self._only_x or same_point or self.op.extra is not None:
+            return None
+        if not self.to_user:
+            return None if self._scalar_result else program
+        if not self._takes_numpy or self._x_type is not np.ndarray:
+            return None
+        to_numpy, scalar = self.ops.to_numpy, self._scalar_result
+
+        def numpy_program(x: Any) -> Any:
+            d = to_numpy(program(x))
+            return d[()] if scalar else d
+
+        return numpy_program
 
     def _install_direct_path(self) -> None:
         """Shadow the plain operator's method (`prep.gradient`, ...) with a closure that calls the
@@ -276,7 +298,12 @@ class Prep:
         if check and self.strict:
             self.check(x, extra, contexts, y)
         ops = self.ops
-        xn = x if type(x) is self._native_type or ops.is_native(x) else native_x(ops, x)
+        if type(x) is self._native_type or ops.is_native(x):
+            xn = x
+        elif self._takes_numpy and type(x) is np.ndarray and x.dtype == self._x_dtype:
+            xn = x
+        else:
+            xn = native_x(ops, x)
         tn = None if self.op.extra is None else self._tangents_in(extra, xn)
         cv = self._contexts_in(contexts, xn) if contexts else ()
         yn = None if y is None else (y if ops.is_native(y) else ops.asarray(y, like=xn))
@@ -299,6 +326,8 @@ class Prep:
         tangents = extra if batched else (extra,)
         if all(type(t) is native_type for t in tangents):
             return tangents
+        if self._takes_numpy and all(type(t) is np.ndarray for t in tangents):
+            return tangents  # the strict check compared their dtypes with the preparation's
         dtype = self.x_dtype if self.op.extra == "tx" else self.y_dtype
         return tuple(
             t if ops.is_native(t) else _native_tangent(ops, t, xn, dtype, self.op.name, self.op.extra) for t in tangents
@@ -307,7 +336,7 @@ class Prep:
     def _contexts_in(self, contexts: tuple, xn: Any) -> tuple:
         """The call's context values, NumPy arrays converted to the backend's arrays."""
         values = tuple(c.value for c in contexts)
-        if self.ops is NUMPY:
+        if self.ops is NUMPY or self._takes_numpy:
             return values
         return tuple(self.ops.asarray(v, like=xn) if isinstance(v, np.ndarray) else v for v in values)
 

@@ -58,6 +58,7 @@ class JaxOps(ArrayOps):
         self.jax = jax
         self.jnp = jnp
         self.array_types = (jax.Array,)
+        self._default_device = jax.devices()[0]
 
     # conversions -----------------------------------------------------------------------------
     def asarray(self, a: Any, like: Any = None) -> Any:
@@ -65,7 +66,10 @@ class JaxOps(ArrayOps):
             return a
         a = np.asarray(a)
         self.check_precision(a.dtype)
-        return self.jnp.asarray(a, device=device_of(like))
+        device = device_of(like)
+        if device is None or device == self._default_device:
+            return self.jnp.asarray(a)  # several times faster than naming the device
+        return self.jnp.asarray(a, device=device)
 
     def check_precision(self, dtype: Any) -> None:
         """Raise `NotSupportedError` if JAX would store `dtype` with less precision (64-bit mode off)."""
@@ -346,6 +350,7 @@ class AutoJAX(Backend):
             return (full if full_variant else plain)(x, extra, cv)
 
         kernel.result_dtype = dtype
+        kernel.accepts_numpy = jit  # a compiled program converts NumPy arguments itself, fast
         return kernel
 
     def _hvp_same_point(self, problem: Problem, derivative: Callable, tangents: tuple, jit: bool) -> Kernel:
@@ -384,6 +389,7 @@ def x_only_kernel(plain: Callable, full: Callable, problem: Problem, entries: in
 
         kernel = second_order_kernel
     kernel.result_dtype = dtype
+    kernel.accepts_numpy = True
     kernel.x_only = program  # the prepared plain call: one compiled dispatch, nothing around it
     return kernel
 
@@ -406,6 +412,7 @@ def linear_kernel(problem: Problem, values: tuple, linear: Any, apply: Callable,
         return (*(values if full else nothing), program(linear, extra))
 
     same_point_kernel.result_dtype = dtype
+    same_point_kernel.accepts_numpy = jit
     return same_point_kernel
 
 
