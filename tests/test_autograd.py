@@ -20,8 +20,9 @@ import autograd.numpy as anp
 import autograd.scipy.special as ag_special
 
 import diface as di
-from diface.testing import Scenario, default_scenarios
-from diface.testing._check import check_operator
+from diface.testing import Scenario, default_scenarios, edge_scenarios, layout_scenarios
+from diface.testing._check import SECOND_ORDER, check_operator
+from diface.testing._kit import applicable
 
 A = di.AutoAutograd
 FD = di.AutoFiniteDiff
@@ -399,6 +400,128 @@ def test_reverse_mode_works_around_missing_jvp_rules():
     assert d2 == pytest.approx(-2 * 0.7 * 2 / math.sqrt(math.pi) * math.exp(-0.49), rel=1e-13)
 
 
+# Pushforwards where autograd lacks JVP rules (mode="reverse"): elementwise primitives take their partial
+# derivatives from their VJP rules; anything else goes through J row by row (pullbacks of the output
+# basis). Nothing is recorded at a special cotangent: autograd's eigh skips its eigenvector terms at a
+# zero one, which made pushforwards through eigenvectors zero.
+EIGH_SHIFT = np.diag([1.0, 2.0, 4.0])
+EIGH_WEIGHTS = np.array([1.0, -2.0, 0.5])
+
+
+def eigenvector_weights(a, xp=anp):
+    """Squared eigenvector entries (free of the sign choice), weighted: a vector output."""
+    return (xp.linalg.eigh(a + a.T + EIGH_SHIFT)[1] ** 2) @ EIGH_WEIGHTS
+
+
+def _pushforwards_every_way(fn, x, x_prep, tangents):
+    """Single and batched pushforwards, unprepared, prepared at `x_prep` and at `x` itself, each call
+    twice: a list of (how, results) to compare with the same reference."""
+    b, t0 = A("reverse"), tangents[0]
+    prep, batched = di.prepare_pushforward(fn, b, x_prep, t0), di.prepare_pushforward(fn, b, x_prep, tangents)
+    same = di.prepare_pushforward_same_point(fn, b, x, tangents)
+    got = []
+    for _ in range(2):
+        got.append(("unprepared", [di.pushforward(fn, b, x, t) for t in tangents]))
+        got.append(("unprepared batch", list(di.pushforward(fn, b, x, tangents))))
+        got.append(("prepared", [prep.pushforward(x, t) for t in tangents]))
+        got.append(("prepared batch", list(batched.pushforward(x, tangents))))
+        got.append(("same point", list(same.pushforward(x, tangents))))
+        value, pushed = batched.value_and_pushforward(x, tangents)
+        np.testing.assert_allclose(value, fn(x), rtol=1e-14)
+        got.append(("value and", list(pushed)))
+    return got
+
+
+def test_pushforward_through_eigenvectors_against_jax():
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    rng = np.random.default_rng(5)
+    a, a_prep = 0.3 * rng.standard_normal((3, 3)), 0.3 * rng.standard_normal((3, 3))
+    tangents = tuple(rng.standard_normal((3, 3)) for _ in range(3))
+    want = [np.asarray(jax.jvp(lambda m: eigenvector_weights(m, jnp), (a,), (t,))[1]) for t in tangents]
+    assert all(w.dtype == np.float64 for w in want)  # conftest turns on JAX's 64-bit mode
+    assert min(np.abs(w).max() for w in want) > 0.05  # the reference is far from zero
+    for how, got in _pushforwards_every_way(eigenvector_weights, a, a_prep, tangents):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=how)
+    scalar = lambda m: anp.sum(eigenvector_weights(m) * np.array([1.0, 0.0, -1.0]))  # one row
+    np.testing.assert_allclose(di.pushforward(scalar, A(), a, tangents[0]), want[0][0] - want[0][2], rtol=1e-10)
+
+
+def test_second_order_through_eigenvectors_against_jax():
+    """eigh has no JVP rule: plain backends fall back to reverse over reverse, whose inner backward pass
+    meets the eigenvector cotangent at its value at x (nonzero here)."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    weights = np.array([1.0, 0.0, -1.0])
+    rng = np.random.default_rng(6)
+    a, a_prep, t = (0.3 * rng.standard_normal((3, 3)) for _ in range(3))
+    want = np.asarray(jax.jvp(jax.grad(lambda m: jnp.sum(eigenvector_weights(m, jnp) * weights)), (a,), (t,))[1])
+    assert np.abs(want).max() > 0.05
+    fn = lambda m: anp.sum(eigenvector_weights(m) * weights)
+    for backend in (A(), A("forward"), SO(A("reverse"), A("reverse"))):
+        prep = di.prepare_hvp(fn, backend, a_prep, t)
+        for _ in range(2):
+            np.testing.assert_allclose(prep.hvp(a, t), want, rtol=1e-10, atol=1e-12, err_msg=repr(backend))
+            hess = di.hessian(fn, backend, a).reshape(9, 9)
+            np.testing.assert_allclose(hess @ t.ravel(), want.ravel(), rtol=1e-10, atol=1e-12, err_msg=repr(backend))
+
+
+def test_pushforward_through_solve_and_inv_against_the_analytic_jacobian():
+    m = np.array([[4.0, 1.0, 0.5], [0.2, 3.0, -1.0], [0.3, 0.1, 5.0]])
+    b = np.array([1.0, -2.0, 0.5])
+    solve = lambda x: anp.linalg.solve(m + anp.diag(x), b)
+    inverse_row = lambda x: anp.linalg.inv(m + anp.diag(x))[0] * 2.0
+    x, x_prep = np.array([0.3, -0.5, 0.8]), np.array([1.0, 0.2, -0.4])
+    tangents = (np.array([1.0, 0.0, -2.0]), np.array([0.5, 3.0, 1.0]))
+    k_inv = np.linalg.inv(m + np.diag(x))
+    solve_jac = -k_inv * np.linalg.solve(m + np.diag(x), b)  # d/dx_i solve(K, b) = -K^-1 e_i z_i, z = K^-1 b
+    inv_jac = -2.0 * k_inv[0][None, :] * k_inv.T  # d/dx_i (K^-1)[0] = -(K^-1)[0, i] (K^-1)[i]
+    for fn, jac in ((solve, solve_jac), (inverse_row, inv_jac)):
+        want = [jac @ t for t in tangents]
+        for how, got in _pushforwards_every_way(fn, x, x_prep, tangents):
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=how)
+
+
+ELEMENTWISE_WITHOUT_JVP = {
+    "erf": lambda x: ag_special.erf(x) * x[::-1],
+    "gammaln of an affine map": lambda x: ag_special.gammaln(2.0 * x + 3.0) + x,
+    "hypot, both arguments broadcast": lambda x: anp.hypot(x[:, None], anp.sin(x)[None, :] + 1.0),
+    "betainc in its last argument": lambda x: ag_special.betainc(2.0, 3.0, 0.5 + 0.4 * anp.tanh(x)),
+    "logit of expit, then psi": lambda x: ag_special.logit(0.5 * ag_special.expit(x) + 0.2) * ag_special.psi(x + 2.0),
+    "a scalar broadcast": lambda x: ag_special.erf(x[0]) * anp.arange(1.0, 4.0) + x,
+}
+
+
+@pytest.mark.parametrize("name", list(ELEMENTWISE_WITHOUT_JVP))
+def test_elementwise_primitives_without_jvp_rules(name):
+    fn = ELEMENTWISE_WITHOUT_JVP[name]
+    x, x_prep = np.array([0.3, -0.8, 1.1]), np.array([0.5, 0.1, -0.6])
+    rng = np.random.default_rng(len(name))
+    tangents = tuple(rng.standard_normal(3) for _ in range(3))
+    jac = di.jacobian(fn, A("reverse"), x)  # pullbacks of the output basis: VJP rules only
+    np.testing.assert_allclose(jac, di.jacobian(fn, FD(), x), rtol=1e-6, atol=1e-7)
+    want = [np.tensordot(jac, t, axes=1) for t in tangents]
+    for how, got in _pushforwards_every_way(fn, x, x_prep, tangents):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14, err_msg=how)
+
+
+def test_erf_partials_against_the_analytic_derivative():
+    x = np.linspace(-2.0, 2.0, 50)
+    t = np.cos(np.arange(50.0))
+    want = 2 / math.sqrt(math.pi) * np.exp(-(x**2)) * t
+    np.testing.assert_allclose(di.pushforward(ag_special.erf, A(), x, t), want, rtol=1e-14, atol=1e-16)
+
+
+def test_pushforwards_without_jvp_rules_inside_an_outer_trace():
+    """diface inside a function autograd differentiates: the partials and the rows are boxes."""
+    m = np.array([[4.0, 1.0], [0.5, 3.0]])
+    t = np.array([1.0, -0.5])
+    for fn in (lambda x: ag_special.erf(x) * x, lambda x: anp.linalg.solve(m + anp.diag(x**2), x)):
+        outer = lambda w, fn=fn: anp.sum(di.pushforward(fn, A(), w, t) ** 2)
+        x = np.array([0.4, -0.7])
+        np.testing.assert_allclose(autograd.grad(outer)(x), di.gradient(outer, FD(), x), rtol=1e-6, atol=1e-8)
+
+
 # -- batched forward pushes -----------------------------------------------------------------------------------
 BATCHED = {
     "broadcast outer product": (lambda x: anp.sin(x)[:, None] * anp.exp(x)[None, :], (3,)),
@@ -527,3 +650,110 @@ def test_agrees_with_finite_differences_on_every_operator():
             ),
         ]:
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"{backend!r} {name}")
+
+
+# -- what users get wrong ---------------------------------------------------------------------------------
+M3 = np.array([[2.0, 0.5, 0.0], [0.1, 3.0, -0.4], [0.0, 0.2, 1.5]])
+
+
+def _assign_into_x(x):
+    x[0] = 1.0
+    return x * 2
+
+
+def _assign_into_a_result(x):
+    y = anp.sin(x)
+    y[1] = 0.0
+    return y
+
+
+def _add_into_a_numpy_array(x):
+    acc = np.zeros(3)
+    acc += x
+    return acc
+
+
+def _array_of_traced_values(x):
+    return np.array([x[0], x[1] ** 2, 1.0], dtype=float)
+
+
+@autograd.extend.primitive
+def _no_rules(x):
+    return 2.0 * x
+
+
+MISTAKES = {
+    # plain NumPy on autograd's boxes: NumPy makes an object array of them (silently zero before)
+    "np.dot": (lambda x: np.dot(M3, x), "autograd.numpy"),
+    "np.stack": (lambda x: np.stack([x, x])[0], "autograd.numpy"),
+    "np.asarray": (lambda x: np.asarray(x) * 2, "autograd.numpy"),
+    "np.where": (lambda x: np.where(x > 0, x, 0.0), "autograd.numpy"),
+    "np.clip": (lambda x: np.clip(x, 0.0, 1.0), "autograd.numpy"),
+    "np.linalg.solve": (lambda x: np.linalg.solve(M3, x), "autograd.numpy"),
+    "float()": (lambda x: x * float(anp.sum(x)), "autograd.numpy"),
+    "assignment into x": (_assign_into_x, "item assignment"),
+    "assignment into a result": (_assign_into_a_result, "item assignment"),
+    "+= into a NumPy array": (_add_into_a_numpy_array, "in-place"),
+    "np.array(..., dtype=float) of traced values": (_array_of_traced_values, "item assignment"),
+    "a primitive without rules": (lambda x: _no_rules(x) + x, r"rule for '_no_rules'.*defvjp"),
+}
+
+
+@pytest.mark.parametrize("backend", [A("reverse"), A("forward")], ids=repr)
+@pytest.mark.parametrize("name", list(MISTAKES))
+def test_mistakes_in_f_are_diface_errors_that_say_what_to_do(name, backend):
+    """Never a raw autograd or NumPy TypeError (nor a silently wrong result), and no out= buffer written."""
+    fn, says = MISTAKES[name]
+    x, t = np.array([0.3, -0.5, 0.7]), np.array([1.0, 2.0, -1.0])
+    out = np.full((3, 3), -7.0)
+    with pytest.raises(di.NotSupportedError, match=says) as info:
+        di.jacobian(fn, backend, x, out=out)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, di.DifaceError)
+    np.testing.assert_array_equal(out, -7.0)
+    for prepare, call in [
+        (lambda: di.prepare_jacobian(fn, backend, x), lambda p: p.jacobian(x, out=out)),
+        (lambda: di.prepare_pushforward(fn, backend, x, t), lambda p: p.pushforward(x, t, out=out[0])),
+        (lambda: di.prepare_pullback(fn, backend, x, t), lambda p: p.pullback(x, t, out=out[0])),
+    ]:
+        with pytest.raises(di.NotSupportedError, match=says):
+            call(prepare())  # at preparation where it traces, else at the call
+        np.testing.assert_array_equal(out, -7.0)
+
+
+@pytest.mark.parametrize("backend", [A("reverse"), A("forward")], ids=repr)
+def test_f_returning_none_is_an_argument_error(backend):
+    def no_return(x):
+        anp.sum(x**2)
+
+    for op in (di.gradient, di.jacobian, di.hessian):
+        with pytest.raises(di.ArgumentError, match="returned None"):
+            op(no_return, backend, np.ones(3))
+    with pytest.raises(di.ArgumentError, match="returned None"):
+        di.pushforward(no_return, backend, np.ones(3), np.ones(3))
+
+
+def test_missing_jvp_rule_message_says_when_reverse_mode_cannot_help_either():
+    with pytest.raises(di.NotSupportedError, match=r"defjvp and defvjp, or differentiate with di\.AutoFiniteDiff"):
+        di.pushforward(lambda x: _no_rules(x), A("forward"), np.ones(2), np.ones(2))
+    with pytest.raises(di.NotSupportedError, match="mode='reverse'"):
+        di.pushforward(lambda x: ag_special.erf(x), A("forward"), np.ones(2), np.ones(2))
+
+
+# -- layouts and edge shapes -----------------------------------------------------------------------------------
+LAYOUT_BACKENDS = [A("reverse"), A("forward"), SO(A("reverse"), A("reverse")), SO(A("reverse"), A("forward"))]
+
+
+@pytest.mark.parametrize("backend", LAYOUT_BACKENDS, ids=repr)
+def test_layouts_and_edge_shapes(backend):
+    """Transposed, Fortran-ordered, reversed, strided, broadcast and read-only inputs, and 0-d, empty,
+    one-element, 3-d and float32 ones: every operator against the analytic references (the second-order
+    compositions: second-order operators)."""
+    failures = []
+    for scenario in layout_scenarios() + edge_scenarios():
+        if applicable(backend, scenario):
+            continue
+        for op in scenario.operators():
+            if isinstance(backend, di.SecondOrder) and op not in SECOND_ORDER:
+                continue
+            failures += check_operator(backend, scenario, op)
+    assert not failures, "\n".join(map(str, failures))

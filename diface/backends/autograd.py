@@ -23,15 +23,25 @@ node types of its own instead of calling `make_vjp` / `make_jvp`, for three reas
   (reverse over reverse) runs a Python backward pass per row.
 - **Missing rules**: many autograd primitives (linear algebra solves, special functions, FFTs) have
   a VJP but no JVP rule. Forward mode finds that out from the recording, before pushing anything,
-  and raises `NotSupportedError` saying what to use instead (mode="reverse" computes pushforwards as
-  reverse-of-reverse products; a plain backend's Hessian falls back to reverse over reverse).
+  and raises `NotSupportedError` saying what to use instead. With mode="reverse" a pushforward then
+  takes the partial derivatives of an elementwise primitive (erf, gammaln) from its VJP rule, and
+  otherwise builds J from pullbacks of the output basis; a plain backend's Hessian falls back to
+  reverse over reverse. Every linear map here is evaluated at the vectors it is applied to, never
+  recorded at one (a zero cotangent, say) and reused: rules take shortcuts at special values
+  (autograd's eigh skips its eigenvector terms at a zero cotangent).
+
+Threads: autograd numbers traces with one process-wide counter; each preparation and kernel call
+holds `_TRACING` (see there), which keeps the traces of concurrent calls apart.
 
 f receives autograd boxes, so it must be written with `autograd.numpy` and cannot assign traced
-values into arrays (in-place functions and writes into a `Cache` are not supported).
+values into arrays (in-place functions and writes into a `Cache` are not supported); the errors that
+come from doing so say so.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -41,7 +51,7 @@ import numpy as np
 from .._arrays import NUMPY, ArrayOps, NumpyOps, framework_ops, register_array_ops
 from .._backend import Backend
 from .._contexts import Cache
-from .._errors import ArgumentError, NotSupportedError
+from .._errors import ArgumentError, DifaceError, NotSupportedError
 from .._problem import Kernel, Problem, dtype_of, shape_of, size_of
 
 __all__ = ["AutoAutograd"]
@@ -53,6 +63,45 @@ _BATCH_ELEMENTS = 2**20
 _CACHED_SEEDS_UP_TO = 2048
 
 
+# Threads. autograd keeps one piece of mutable tracing state per process: the trace counter
+# `autograd.tracer.trace_stack.top`. A trace takes level top + 1, nested traces (ours, and any
+# `autograd.grad` that f or a rule calls) take higher ones, and a primitive called with boxes of
+# several levels differentiates with respect to the highest. Threads tracing at once share the
+# counter, so a trace nested in one thread can get a level at or below its own outer trace's once
+# another thread's trace ends, and f's values are then differentiated with respect to the wrong trace
+# (wrong results, or errors such as `_RecordNode has no attribute vjp`); rules that run autograd
+# (odeint's VJP) move the counter during a backward pass too. Everything else autograd keeps (the
+# registries of rules and box types) is only read while differentiating, and boxes carry their level
+# and node with them. So every preparation and every kernel call of this backend holds this lock while
+# it runs (`_serialized`), as does the evaluation of f for its output's shape (`output_spec`): one
+# thread's traces then take exactly the levels they take single-threaded. It is reentrant (diface
+# inside f). The kernels' own state (fallback switches, cached partial derivatives, backward orders)
+# is only touched under it too. autograd traces started outside diface (autograd.grad called directly
+# in another thread) do not take it.
+_TRACING = threading.RLock()
+
+
+def _serialized(prepare: Callable) -> Callable:
+    """A `prepare_*` method that holds `_TRACING` while it prepares, and returns a kernel that holds
+    it while it runs."""
+
+    @functools.wraps(prepare)
+    def serialized_prepare(self: Any, *args: Any) -> Kernel:
+        with _TRACING:
+            kernel = prepare(self, *args)
+        if getattr(kernel, "serialized", False):  # from another prepare_* method
+            return kernel
+
+        def serialized_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+            with _TRACING:
+                return kernel(x, extra, cv, y, full)
+
+        serialized_kernel.serialized = True  # type: ignore[attr-defined]
+        return serialized_kernel
+
+    return serialized_prepare
+
+
 @dataclass(frozen=True)
 class AutoAutograd(Backend):
     """HIPS autograd: reverse mode from its VJP rules, forward mode from its JVP rules.
@@ -60,8 +109,9 @@ class AutoAutograd(Backend):
     Args:
         mode: "reverse" (default) or "forward": the mode Jacobians, gradients and derivatives sweep
             in. Pullbacks are always reverse mode and pushforwards forward mode; with mode="reverse"
-            a pushforward through a primitive that has no JVP rule is computed in reverse mode
-            instead, with mode="forward" it raises `NotSupportedError`.
+            a pushforward through a primitive that has no JVP rule uses its VJP rule instead (the
+            partial derivatives of an elementwise one, else J from pullbacks of the output basis),
+            with mode="forward" it raises `NotSupportedError`.
 
     f receives autograd boxes: write it with `autograd.numpy`. In-place functions (`y=`) and writes of
     traced values into arrays (a `Cache` included) are not supported. Second-order operators on a
@@ -110,41 +160,58 @@ class AutoAutograd(Backend):
 
         return autograd.numpy
 
+    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
+        with _TRACING:  # f may run autograd itself
+            return problem.y_spec
+
     # -- first order -------------------------------------------------------------------------------
+    @_serialized
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
         _load()
         f, hint = problem.f, self._jvp_hint()
         if self.mode == "forward" and not problem.single_use:
             _Linearization(_bound(f, problem.context_values), problem.x, hint)  # raises if a JVP rule is missing
-        reverse = _Switch(self.mode == "reverse")
+        # with mode="reverse", a missing JVP rule moves the kernel for good down to: 1, JVP rules with the
+        # partial derivatives of elementwise primitives lacking one taken from their VJP rules (erf,
+        # gammaln); 2, J row by row from pullbacks of the output basis (solve, inv, eigh, fft)
+        step, last = [0], 0 if self.mode == "forward" else 2
+        y_spec, y_basis = problem.y_spec, []  # the output basis is built when first needed
 
         def pushforward_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-            fun = _bound(f, cv)
-            if not reverse.on:
-                try:
+            fun, now = _bound(f, cv), step[0]
+            try:
+                if now == 0:
                     return _pushforward(fun, x, tangents, hint)
-                except _NoJVPRule:
-                    if not reverse.allowed:
-                        raise
-                    reverse.on = True
+                if now == 1:
+                    lin = _Linearization(fun, x, hint, partials=True)
+                    return lin.value, lin.push(tangents)
+            except _NoJVPRule:
+                if now == last:
+                    raise
+                step[0] = max(step[0], now + 1)
+                return pushforward_kernel(x, tangents, cv, y, full)
             tape = _Tape(fun, x)
-            return tape.value, _TransposedTape(tape).pull_all(tangents)
+            if not y_basis:
+                y_basis.append(_Basis(*y_spec))
+            return tape.value, _products(tape, y_basis[0], tangents)
 
         return pushforward_kernel
 
+    @_serialized
     def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
         _load()
         fun = _bound(problem.f, _private_caches(problem))
         try:
-            lin = _Linearization(fun, problem.x, self._jvp_hint())
+            lin = _Linearization(fun, problem.x, self._jvp_hint(), partials=self.mode == "reverse")
         except _NoJVPRule:
             if self.mode == "forward":
                 raise
-            tape = _Tape(fun, problem.x)
-            transposed = _TransposedTape(tape)
+            tape, y_basis = _Tape(fun, problem.x), _Basis(*problem.y_spec)
+            shape = (y_basis.n, size_of(problem.x_shape))
+            jac = _rows(tape, y_basis, shape) if size_of(shape) <= _BATCH_ELEMENTS else None  # J, once
 
             def reverse_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-                return (_copy(tape.value) if full else None), transposed.pull_all(tangents)
+                return (_copy(tape.value) if full else None), _products(tape, y_basis, tangents, jac)
 
             return reverse_kernel
 
@@ -153,6 +220,7 @@ class AutoAutograd(Backend):
 
         return pushforward_kernel
 
+    @_serialized
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
         _load()
         f = problem.f
@@ -163,6 +231,7 @@ class AutoAutograd(Backend):
 
         return pullback_kernel
 
+    @_serialized
     def prepare_pullback_same_point(self, problem: Problem, cotangents: tuple) -> Kernel:
         _load()
         tape = _Tape(_bound(problem.f, _private_caches(problem)), problem.x)
@@ -172,6 +241,7 @@ class AutoAutograd(Backend):
 
         return pullback_kernel
 
+    @_serialized
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         """J (shape y.shape + x.shape): pushforwards of the input basis in forward mode, pullbacks of
         the output basis in reverse mode."""
@@ -196,6 +266,7 @@ class AutoAutograd(Backend):
 
         return forward_jacobian_kernel
 
+    @_serialized
     def prepare_gradient(self, problem: Problem) -> Kernel:
         _load()
         if self.mode == "forward":
@@ -226,6 +297,7 @@ class AutoAutograd(Backend):
     # -- second order ------------------------------------------------------------------------------
     # A plain backend is forward over reverse where autograd has every JVP rule the gradient needs, and
     # reverse over reverse otherwise; SecondOrder(AutoAutograd(a), AutoAutograd(b)) is exactly a over b.
+    @_serialized
     def prepare_hvp(self, problem: Problem, tangents: tuple) -> Kernel:
         _load()
         return _with_fallback(
@@ -233,6 +305,7 @@ class AutoAutograd(Backend):
             lambda: _SecondOrderPlan("reverse", "reverse", problem).hvp_kernel(),
         )
 
+    @_serialized
     def prepare_hvp_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
         _load()
         try:
@@ -240,6 +313,7 @@ class AutoAutograd(Backend):
         except _NoJVPRule:
             return _SecondOrderPlan("reverse", "reverse", problem).hvp_same_point_kernel()
 
+    @_serialized
     def prepare_hessian(self, problem: Problem) -> Kernel:
         _load()
         return _with_fallback(
@@ -247,6 +321,7 @@ class AutoAutograd(Backend):
             lambda: _SecondOrderPlan("reverse", "reverse", problem).hessian_kernel(),
         )
 
+    @_serialized
     def prepare_second_derivative(self, problem: Problem) -> Kernel:
         _load()
         return _with_fallback(
@@ -254,6 +329,7 @@ class AutoAutograd(Backend):
             lambda: _SecondOrderPlan("reverse", "reverse", problem).second_derivative_kernel(),
         )
 
+    @_serialized
     def prepare_second_order(self, op: str, inner: Backend, problem: Problem, extra: Any) -> Kernel | None:
         _load()
         if not isinstance(inner, AutoAutograd):
@@ -278,6 +354,7 @@ class _AG:
     getval: Callable
     new_box: Callable
     trace_stack: Any
+    box_types: set
     toposort: Callable
     add_outgrads: Callable
     sparse_add: Callable
@@ -285,6 +362,7 @@ class _AG:
     primitive_vjps: dict
     primitive_jvps: dict
     SparseObject: type
+    ArrayVSpace: type
     getitem: Callable
     untake: Callable
     accumulations: frozenset
@@ -298,13 +376,14 @@ def _load() -> None:
     from autograd import core, tracer, util
     from autograd.numpy.numpy_boxes import ArrayBox
     from autograd.numpy.numpy_vjps import untake
+    from autograd.numpy.numpy_vspaces import ArrayVSpace
 
     _AG.anp = anp
     _AG.isbox, _AG.getval, _AG.new_box = tracer.isbox, tracer.getval, tracer.new_box
-    _AG.trace_stack, _AG.toposort = tracer.trace_stack, util.toposort
+    _AG.trace_stack, _AG.box_types, _AG.toposort = tracer.trace_stack, tracer.box_types, util.toposort
     _AG.add_outgrads, _AG.sparse_add, _AG.vspace = core.add_outgrads, core.sparse_add, core.vspace
     _AG.primitive_vjps, _AG.primitive_jvps = core.primitive_vjps, core.primitive_jvps
-    _AG.SparseObject = core.SparseObject
+    _AG.SparseObject, _AG.ArrayVSpace = core.SparseObject, ArrayVSpace
     _AG.getitem, _AG.untake = ArrayBox.__getitem__, untake
     _AG.accumulations = frozenset({core.VSpace.add, core.VSpace.mut_add, core.sparse_add})
     # primitives autograd does not record (shape queries, comparisons, ...) are registered per node
@@ -323,47 +402,94 @@ class _NoJVPRule(NotSupportedError):
     """A primitive on the way from x to f(x) has no forward-mode rule in autograd."""
 
     def __init__(self, fun: Any, hint: str) -> None:
+        if fun not in _AG.primitive_vjps:  # reverse mode cannot help either
+            hint = "define rules with autograd.extend.defjvp and defvjp, or differentiate with di.AutoFiniteDiff()"
         super().__init__(
             f"autograd has no forward-mode (JVP) rule for {_name(fun)!r}, which f calls, so it cannot push "
             f"tangents through f; {hint}"
         )
 
 
+def _rule_failed(fun: Any, kind: str, e: Exception) -> NotSupportedError:
+    return NotSupportedError(
+        f"autograd's {kind} rule for {_name(fun)!r} failed on the arguments f called it with ({type(e).__name__}: "
+        f"{e}); if f calls a plain NumPy function there, call autograd.numpy's (import autograd.numpy as np)"
+    )
+
+
 # -- tracing -----------------------------------------------------------------------------------------
+_PLAIN_NUMPY = (
+    "f returned a NumPy array of autograd boxes (dtype object): it called a plain NumPy function (np.asarray, "
+    "np.array, np.dot, np.stack, np.where, ...) on a traced value, which NumPy turns into an array of objects "
+    "that autograd cannot differentiate. Write f with autograd.numpy (import autograd.numpy as np)"
+)
+
+
 def _trace(root: Any, fun: Callable, x: Any) -> tuple[Any, Any]:
     """`fun(x)` with x boxed at a new trace level under `root`: (value, end node), or (value, None)
-    when the value does not depend on x."""
-    stack = _AG.trace_stack  # autograd's own new_trace() leaves its level raised when fun raises
-    stack.top += 1
-    level = stack.top
+    when the value does not depend on x. Callers hold `_TRACING`."""
+    stack = _AG.trace_stack
+    outer = stack.top
+    level = stack.top = outer + 1
     try:
         end = fun(_AG.new_box(x, level, root))
     finally:
-        stack.top -= 1
+        stack.top = outer  # also undoes a level that an autograd.grad inside f left raised as it failed
     if _AG.isbox(end) and end._trace == level:
         return end._value, end._node
     if isinstance(end, (list, tuple)):
         raise ArgumentError(f"f must return an array, got a {type(end).__name__}; build it with np.stack or np.array")
+    if type(end) is np.ndarray and end.dtype == object:
+        raise NotSupportedError(_PLAIN_NUMPY)
     return end, None
 
 
 def _bound(f: Callable, cv: tuple) -> Callable:
-    """`x -> f(x, *cv)`, explaining autograd's failure on item assignment of traced values."""
+    """`x -> f(x, *cv)`, explaining the errors that come from handing traced values to code that needs
+    plain ones (any other error of f propagates unchanged)."""
 
     def bound(x: Any) -> Any:
         try:
             return f(x, *cv)
-        except ValueError as e:
-            if str(e).startswith("setting an array element with a sequence"):
-                raise NotSupportedError(
-                    "f assigns a value that depends on x into an array (a di.Cache, or an array it made): "
-                    "autograd cannot trace item assignment. Build arrays from traced values with np.stack, "
-                    "np.concatenate or np.where instead, or use a backend that supports mutation "
-                    "(di.AutoFiniteDiff(), di.AutoTorch())"
-                ) from e
-            raise
+        except (TypeError, ValueError) as e:
+            message = _misused_box(e)
+            if message is None:
+                raise
+            raise NotSupportedError(message) from e
 
     return bound
+
+
+_INSTEAD = (
+    "Build arrays from traced values with np.stack, np.concatenate or np.where instead, or use a backend that "
+    "supports mutation (di.AutoFiniteDiff(), di.AutoTorch())"
+)
+
+
+def _misused_box(e: Exception) -> str | None:
+    """What went wrong and what to do, when `e` (raised while f runs on autograd's boxes) comes from
+    passing a box where a plain value is needed; None for any other error."""
+    text = str(e)
+    if isinstance(e, ValueError) and not isinstance(e, DifaceError):
+        if not text.startswith("setting an array element with a sequence"):
+            return None
+        return (
+            "f writes a value that depends on x into a NumPy array (a di.Cache, an array it made, or "
+            f"np.array(..., dtype=float) of traced values): autograd cannot trace item assignment. {_INSTEAD}"
+        )
+    if isinstance(e, DifaceError) or not (any(t.__name__ in text for t in _AG.box_types) or "dtype('O')" in text):
+        return None
+    if "does not support item assignment" in text:
+        return (
+            "f assigns into an array that depends on x (x itself, or a value computed from it): autograd cannot "
+            f"trace item assignment. {_INSTEAD}"
+        )
+    return (
+        "f passes a value that depends on x (an autograd box, what f receives instead of a NumPy array) to code "
+        "that needs a plain number or NumPy array: float() or .item(), a plain NumPy function (np.linalg.solve, "
+        "np.asarray, ...), or an in-place operation (+=) on a NumPy array. Write f with autograd.numpy "
+        "(import autograd.numpy as np), without in-place updates"
+    )
 
 
 def _private_caches(problem: Problem) -> tuple:
@@ -410,10 +536,15 @@ class _VJPNode:
     def __init__(self, value: Any, fun: Any, args: tuple, kwargs: dict, argnums: tuple, parents: tuple) -> None:
         maker = _AG.primitive_vjps.get(fun)
         if maker is None:
-            raise NotSupportedError(f"autograd has no reverse-mode (VJP) rule for {_name(fun)!r}, which f calls")
+            raise NotSupportedError(
+                f"autograd has no reverse-mode (VJP) rule for {_name(fun)!r}, which f calls: define one with "
+                "autograd.extend.defvjp, or differentiate with di.AutoFiniteDiff()"
+            )
         self.parents = parents
         try:
             self.vjp = maker(argnums, value, args, kwargs)
+        except TypeError as e:
+            raise _rule_failed(fun, "reverse-mode (VJP)", e) from e
         except NotImplementedError as e:  # a rule for some arguments only (np.clip: x, not its bounds)
             raise NotSupportedError(
                 f"autograd has no reverse-mode (VJP) rule for {_name(fun)!r} with respect to argument(s) "
@@ -487,21 +618,6 @@ class _Tape:
         return tuple(_fresh(self.pull(ct), ct) for ct in cotangents)
 
 
-class _TransposedTape:
-    """`t -> J @ t` without JVP rules: the backward pass of `tape` is linear in its cotangent, so
-    recording it in reverse mode (at a zero cotangent) and pulling `t` back through that gives `J @ t`."""
-
-    __slots__ = ("tape", "transposed")
-
-    def __init__(self, tape: _Tape) -> None:
-        value = tape.value
-        self.tape = tape
-        self.transposed = _Tape(tape.pull, _zeros(shape_of(value), dtype_of(value)))
-
-    def pull_all(self, tangents: tuple) -> tuple:
-        return self.transposed.pull_all(tangents)
-
-
 # -- forward mode --------------------------------------------------------------------------------------
 class _RecordNode:
     """A forward-mode recording node: the primitive call and its value."""
@@ -524,9 +640,9 @@ def _value_shape(value: Any) -> tuple | None:
     raw = _AG.getval(value)
     if isinstance(raw, (np.ndarray, np.generic, float, int)):
         return np.shape(raw)
-    if isinstance(raw, _AG.SparseObject):
+    if isinstance(raw, _AG.SparseObject) and isinstance(raw.vs, _AG.ArrayVSpace):
         return tuple(raw.vs.shape)
-    return None
+    return None  # containers (the list, tuple or dict cotangents of an autograd.grad inside f) included
 
 
 def _fit_tangent(t: Any, shape: tuple | None) -> Any:
@@ -575,6 +691,8 @@ class _JVPNode:
             g = rule(argnums, [p.g for p in parents], value, args, kwargs)
         except NotImplementedError as e:
             raise _MissingRule(fun) from e
+        except TypeError as e:
+            raise _rule_failed(fun, "forward-mode (JVP)", e) from e
         self.g = _tangent_like(g, value)
 
     @classmethod
@@ -644,11 +762,12 @@ def _kind(node: _RecordNode, shape: tuple | None) -> str:
 class _Linearization:
     """`fun` recorded in forward mode at `x`: its value, and `push` of any number of tangents through
     autograd's JVP rules (the primal is not recomputed). Raises `_NoJVPRule` for a primitive without
-    a JVP rule on the way from x to the value."""
+    a JVP rule on the way from x to the value; with `partials`, only for one that is not elementwise
+    (an elementwise one takes its partial derivatives from its VJP rule instead, see `_factor`)."""
 
     __slots__ = ("_factors", "batch_cap", "end", "hint", "root", "stackable", "steps", "uses", "value", "x")
 
-    def __init__(self, fun: Callable, x: Any, hint: str) -> None:
+    def __init__(self, fun: Callable, x: Any, hint: str, partials: bool = False) -> None:
         self.x, self.hint = x, hint
         self.root = _RecordNode.root()
         self.value, self.end = _trace(self.root, fun, x)
@@ -659,10 +778,13 @@ class _Linearization:
         if self.end is not None and self.end is not self.root:
             nodes = list(_AG.toposort(self.end))[::-1]  # parents before children, the root first
             for node in nodes[1:]:
-                if node.fun not in _AG.primitive_jvps:
-                    raise _NoJVPRule(node.fun, hint)
                 shape = _value_shape(node.value)
-                self.steps.append((node, _kind(node, shape), shape))
+                kind = _kind(node, shape)
+                if node.fun not in _AG.primitive_jvps:
+                    if not (partials and kind == "elementwise" and node.fun in _AG.primitive_vjps):
+                        raise _NoJVPRule(node.fun, hint)
+                    kind = "partials"
+                self.steps.append((node, kind, shape))
                 largest = max(largest, size_of(shape) if shape is not None else 1)
                 for parent in node.parents:
                     self.uses[parent] = self.uses.get(parent, 0) + 1
@@ -707,7 +829,7 @@ class _Linearization:
             if stacked and kind != "loop" and all(type(t) is np.ndarray for t in ins):
                 t = self._batched(kind, node, shape, ins, count)
             else:
-                t = self._looped(node, shape, ins, count, stacked)
+                t = self._looped(node, kind, shape, ins, count, stacked)
             tangents[node] = t
             for parent in node.parents:
                 left = remaining[parent] - 1
@@ -717,14 +839,19 @@ class _Linearization:
                     del tangents[parent]
         return tangents[end]
 
-    def _looped(self, node: _RecordNode, shape: tuple | None, ins: list, count: int, stacked: bool) -> Any:
-        rule = _AG.primitive_jvps[node.fun]
+    def _looped(self, node: _RecordNode, kind: str, shape: tuple | None, ins: list, count: int, stacked: bool) -> Any:
+        rule = _AG.primitive_jvps.get(node.fun)
         outs = []
         for b in range(count):
             try:
-                t = rule(node.argnums, [t_in[b] for t_in in ins], node.value, node.args, node.kwargs)
+                if kind == "partials":  # no JVP rule: the partial derivatives times the tangents
+                    t = sum(self._factor(node, a) * t_in[b] for a, t_in in zip(node.argnums, ins))
+                else:
+                    t = rule(node.argnums, [t_in[b] for t_in in ins], node.value, node.args, node.kwargs)
             except NotImplementedError as e:
                 raise _NoJVPRule(node.fun, self.hint) from e
+            except TypeError as e:
+                raise _rule_failed(node.fun, "forward-mode (JVP)", e) from e
             outs.append(_fit_tangent(t, shape))
         if stacked and shape is not None:
             return np.stack(outs)
@@ -732,7 +859,7 @@ class _Linearization:
 
     def _batched(self, kind: str, node: _RecordNode, shape: tuple, ins: list, count: int) -> np.ndarray:
         args, kwargs = node.args, node.kwargs
-        if kind == "elementwise":
+        if kind in ("elementwise", "partials"):
             out = None
             for argnum, t in zip(node.argnums, ins):
                 arg_shape = np.shape(args[argnum])
@@ -759,14 +886,25 @@ class _Linearization:
         return out
 
     def _factor(self, node: _RecordNode, argnum: int) -> Any:
-        """The partial derivative of an elementwise primitive in argument `argnum`: its JVP rule at a
-        tangent of ones (the rule is elementwise and linear in the tangent)."""
+        """The partial derivative of an elementwise primitive in argument `argnum`, shaped like its
+        output: its JVP rule at a tangent of ones, or else its VJP rule at a cotangent of ones with that
+        argument broadcast to the output's shape (so that the rule sums over nothing). Both rules are
+        linear, and for an elementwise primitive diagonal: this evaluates them, at a point where every
+        shortcut a rule may take is exact, and records nothing."""
         key = (node, argnum)
         factor = self._factors.get(key)
         if factor is None:
-            arg = node.args[argnum]
-            ones = np.ones(np.shape(arg), np.result_type(arg))
-            factor = _AG.primitive_jvps[node.fun]((argnum,), [ones], node.value, node.args, node.kwargs)
+            arg, args = node.args[argnum], node.args
+            rule = _AG.primitive_jvps.get(node.fun)
+            if rule is not None:
+                ones = np.ones(np.shape(arg), dtype_of(_AG.getval(arg)))
+                factor = rule((argnum,), [ones], node.value, args, node.kwargs)
+            else:
+                shape = np.shape(node.value)
+                broadcast = (_AG.anp if _AG.isbox(arg) else np).broadcast_to(arg, shape)
+                args = (*args[:argnum], broadcast, *args[argnum + 1 :])
+                ones = np.ones(shape, dtype_of(_AG.getval(node.value)))
+                (factor,) = _AG.primitive_vjps[node.fun]((argnum,), node.value, args, node.kwargs)(ones)
             self._factors[key] = factor
         return factor
 
@@ -812,6 +950,29 @@ def _rows(tape: _Tape, y_basis: _Basis, out_shape: tuple) -> Any:
     return xp.reshape(xp.stack(rows), out_shape)
 
 
+def _products(tape: _Tape, y_basis: _Basis, tangents: tuple, jac: Any = None) -> tuple:
+    """`J @ t` for each tangent from the rows of J (`jac`, or pullbacks of the output basis through
+    `tape`, a chunk at a time): pushforwards without JVP rules. Each row is a pullback evaluated at its
+    own cotangent; a backward pass recorded at one cotangent and transposed would keep whatever the
+    rules skip there (autograd's eigh drops its eigenvector terms at a zero cotangent)."""
+    m, n = y_basis.n, size_of(shape_of(tape.x))
+    if m == 0 or tape.end is None:
+        dtype = np.result_type(dtype_of(tape.x), y_basis.dtype)
+        return tuple(_zeros(y_basis.shape, dtype) for _ in tangents)
+    xp = _AG.anp if _AG.isbox(tape.x) or any(_AG.isbox(t) for t in tangents) else np
+    cols = xp.stack([xp.reshape(t, (n,)) for t in tangents], axis=1)
+    if jac is not None:
+        out = xp.dot(jac, cols)
+    else:
+        step, parts = max(1, _BATCH_ELEMENTS // max(n, 1)), []
+        for lo in range(0, m, step):
+            hi = min(m, lo + step)
+            rows = xp.stack([tape.pull(y_basis.seed(i)) for i in range(lo, hi)])
+            parts.append(xp.dot(xp.reshape(rows, (hi - lo, n)), cols))
+        out = parts[0] if len(parts) == 1 else xp.concatenate(parts)
+    return tuple(_fresh(xp.reshape(out[:, j], y_basis.shape)) for j in range(len(tangents)))
+
+
 def _pushforward(fun: Callable, x: Any, tangents: tuple, hint: str) -> tuple[Any, tuple]:
     """`(fun(x), (J @ t for t in tangents))`: one eager trace for one tangent, else one recording
     and a batched push."""
@@ -855,15 +1016,6 @@ def _columns(lin: _Linearization, x_basis: _Basis, out_shape: tuple) -> Any:
 
 
 # -- second order ----------------------------------------------------------------------------------------
-class _Switch:
-    """A kernel's one-way switch to its fallback (set when a JVP rule turns out to be missing)."""
-
-    __slots__ = ("allowed", "on")
-
-    def __init__(self, allowed: bool) -> None:
-        self.allowed, self.on = allowed, False
-
-
 def _with_fallback(kernel: Kernel, make_fallback: Callable[[], Kernel]) -> Kernel:
     """`kernel`, switching for good to `make_fallback()` the first time a JVP rule is missing."""
     state: list = [kernel]
