@@ -90,6 +90,10 @@ class ArrayOps(abc.ABC):
         """Write `src` into the existing array `dst` (same shape)."""
         dst[...] = src
 
+    def check_writable(self, a: Any, label: str = "an out= buffer") -> None:  # noqa: B027 - a hook
+        """Raise a `DifaceError` unless results can be written into `a` (called on every `out=` buffer
+        before any is written). Nothing to check for most array types."""
+
     def flat_view(self, a: Any) -> Any:
         """A 1-D view of the contiguous mutable array `a`: writing into it writes into `a`. Raises
         rather than return a copy (writes into a copy would be lost)."""

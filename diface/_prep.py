@@ -124,7 +124,7 @@ class Prep:
         self.user_dtype = ops.to_numpy(ops.zeros((), self.dtype)).dtype if to_user else self.dtype
         self._only_x = len(signature.labels) == 1
         self._structure = _structure(*structure)
-        self._x_spec = signature.specs[0]
+        self._x_spec = signature.specs[0][:3]  # the device, where there is one, is the kernel's to check
         self._x_type, self._x_dtype, self._x_shape = self._x_spec
         self._native_type = type(problem.x)
         # results need a cast to the result dtype unless the kernel says they have it already
@@ -377,6 +377,8 @@ class Prep:
             )
         if isinstance(buf, np.ndarray) and not buf.flags.writeable:
             raise NotSupportedError(f"{name}: the out= buffer is a read-only NumPy array")
+        if not self.user_numpy:
+            ops.check_writable(buf, "an out= buffer")
         if tuple(buf.shape) != shape:
             raise ShapeError(f"{name}: out= buffer has shape {tuple(buf.shape)}, the result has shape {shape}")
         if buf.dtype != self.user_dtype:

@@ -4,20 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 __all__ = ["Signature", "describe", "describe_value"]
 
 
 def describe(a: Any) -> tuple:
-    """(array type, dtype, shape) of an argument; dtype and shape are None for non-arrays."""
-    return (type(a), getattr(a, "dtype", None), getattr(a, "shape", None))
+    """(array type, dtype, shape, device) of an argument; dtype and shape are None for non-arrays,
+    device is None for NumPy arrays and non-arrays."""
+    return (type(a), getattr(a, "dtype", None), getattr(a, "shape", None), device_of(a))
+
+
+def device_of(a: Any) -> Any:
+    """The device of a framework's array (a torch tensor, a JAX array), else None."""
+    if isinstance(a, (np.ndarray, np.generic)):
+        return None
+    device = getattr(a, "device", None)
+    return None if callable(device) else device
 
 
 def describe_value(spec: tuple) -> str:
-    kind, dtype, shape = spec
+    kind, dtype, shape, device = spec
     name = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__qualname__
     if dtype is None and shape is None:
         return name
-    return f"{name} {dtype} {tuple(shape) if shape is not None else ''}".strip()
+    text = f"{name} {dtype} {tuple(shape) if shape is not None else ''}".strip()
+    return text if device is None else f"{text} on {device}"
 
 
 class Signature:
@@ -34,7 +46,7 @@ class Signature:
         if len(values) != len(specs):
             return False
         for v, s in zip(values, specs):
-            if (type(v), getattr(v, "dtype", None), getattr(v, "shape", None)) != s:
+            if (type(v), getattr(v, "dtype", None), getattr(v, "shape", None)) != s[:3] or device_of(v) != s[3]:
                 return False
         return True
 
@@ -61,7 +73,7 @@ class Signature:
 
 def _difference(then: tuple, now: tuple) -> str:
     parts = []
-    for what, a, b in zip(("array type", "dtype", "shape"), then, now):
+    for what, a, b in zip(("array type", "dtype", "shape", "device"), then, now):
         if a != b:
             a_text = a.__qualname__ if isinstance(a, type) else (tuple(a) if what == "shape" and a is not None else a)
             b_text = b.__qualname__ if isinstance(b, type) else (tuple(b) if what == "shape" and b is not None else b)

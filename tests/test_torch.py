@@ -14,7 +14,7 @@ import pytest
 import diface as di
 from conftest import assert_operator, operator_cases
 from diface._prep import OPERATORS
-from diface.testing import default_scenarios
+from diface.testing import default_scenarios, edge_scenarios, layout_scenarios
 from diface.testing._check import SECOND_ORDER, check_operator
 
 torch = pytest.importorskip("torch")
@@ -397,6 +397,298 @@ def test_out_buffers_are_tensors_of_the_result_dtype():
         di.jacobian(torch.sin, REVERSE, x, out=torch.empty(2, 2, dtype=torch.float32))
     with pytest.raises(di.ArgumentError, match="torch arrays like x"):
         di.jacobian(torch.sin, REVERSE, x, out=np.empty((2, 2)))
+
+
+# -- tensors as users hold them: layouts, autograd state, inference tensors, grad modes ---------------
+D = torch.float64
+
+
+def _held(v):
+    """The ways a user may hold the values of `v` (each a maker of a new tensor): views with strides of
+    their own, a view whose elements share memory (its values: `v`'s first row repeated), tensors that
+    require grad or are views of one that does, inference tensors (made under inference_mode; one made
+    under no_grad is an ordinary tensor)."""
+
+    def sliced():
+        big = torch.full((*v.shape[:-1], 2 * v.shape[-1]), float("nan"), dtype=v.dtype)
+        big[..., ::2] = v
+        return big[..., ::2]
+
+    def inference():
+        with torch.inference_mode():
+            return v.clone()
+
+    layouts = {"transposed": lambda: v.mT.contiguous().mT} if v.ndim >= 2 else {}
+    if v.ndim >= 1:
+        layouts["strided slice"] = sliced
+    if v.ndim >= 1 and v.shape[0] > 1:
+        layouts["expanded"] = lambda: v[:1].expand(v.shape)
+    return {
+        **layouts,
+        "leaf requiring grad": lambda: v.clone().requires_grad_(),
+        "view of a leaf requiring grad": lambda: (
+            torch.cat([v.reshape(-1), v.reshape(-1)]).requires_grad_()[: v.numel()].view(v.shape)
+        ),
+        "inference tensor": inference,
+    }
+
+
+def _values(t):
+    """A plain contiguous tensor with `t`'s values (an inference tensor's clone is an ordinary one)."""
+    return t.detach().clone(memory_format=torch.contiguous_format)
+
+
+def _state(t):
+    return (_values(t), t.requires_grad, t.is_leaf, t.grad if t.is_leaf else None)
+
+
+def _elementwise(x, c, buf):  # Constant c, Cache buf, all shaped like x
+    buf.copy_(torch.sin(x))
+    return buf * c + x**2
+
+
+def _summed(x, c, buf):
+    return torch.sum(_elementwise(x, c, buf) * x)
+
+
+def _in_place(y, x, c, buf):
+    y.copy_(_elementwise(x, c, buf))
+
+
+#: operator: (function, x's shape, the tangent's kind)
+LAYOUT_OPS = {
+    "pushforward": (_elementwise, (3, 2), "tx"),
+    "pullback": (_elementwise, (3, 2), "ty"),
+    "jacobian": (_elementwise, (3, 2), None),
+    "gradient": (_summed, (3, 2), None),
+    "hessian": (_summed, (3, 2), None),
+    "hvp": (_summed, (3, 2), "tx"),
+    "derivative": (_elementwise, (), None),
+    "second_derivative": (_elementwise, (), None),
+}
+ROLES = ["x", "tangent", "Constant", "Cache", "y", "out"]
+
+
+def _layout_call(op, f, backend, args, kind, **kw):
+    """`op` on the arguments `args` (x, a tangent if `kind`, a Constant, a Cache)."""
+    extra = (args["tangent"],) if kind else ()
+    return getattr(di, op)(f, backend, args["x"], *extra, di.Constant(args["Constant"]), di.Cache(args["Cache"]), **kw)
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("backend", [REVERSE, FORWARD, *COMBINATIONS[:4]], ids=repr)
+def test_every_operator_takes_tensors_as_users_hold_them(backend, role):
+    """Each operator with one argument (x, a tangent, a context, y, out=) held in each way a user may
+    hold it, prepared at another (plain) point (each call twice) and unprepared: the results of the same
+    call on plain contiguous copies, no result requiring grad, the user's tensors as they were. An
+    expanded y or out= cannot take a result: `ArgumentError`, with nothing written."""
+    rng = torch.Generator().manual_seed(1)
+
+    def randn(shape):
+        return torch.randn(shape, generator=rng, dtype=D)
+
+    for op, (f, shape, kind) in LAYOUT_OPS.items():
+        if (isinstance(backend, di.SecondOrder) and op not in SECOND_ORDER) or (role == "tangent" and kind is None):
+            continue
+        if role == "y":
+            if op not in ("pushforward", "pullback", "jacobian", "derivative"):
+                continue
+            f = _in_place
+        y = (lambda shape=shape: {"y": torch.zeros(shape, dtype=D)}) if role == "y" else dict
+        plain = {name: randn(shape) for name in ("x", "tangent", "Constant", "Cache")}
+        result_shape = _layout_call(op, f, backend, plain, kind, **y()).shape
+        prep = _layout_call(f"prepare_{op}", f, backend, {k: randn(shape) for k in plain}, kind, **y())
+        base = {"y": torch.zeros(shape, dtype=D), "out": randn(result_shape)}.get(role, plain.get(role))
+        for name, make in _held(base).items():
+            args = dict(plain, **({role: make()} if role in plain else {}))
+            want = _layout_call(op, f, backend, {k: _values(v) for k, v in args.items()}, kind, **y())
+            before = {k: _state(v) for k, v in args.items() if k != "Cache"}
+            for p in (prep, prep, None):
+                where = f"{op}, {role} {name}, {'prepared' if p else 'unprepared'}"
+                buffer = make() if role in ("y", "out") else None
+                kw = {role: buffer} if buffer is not None else y()
+                if name == "expanded" and role in ("y", "out"):
+                    snapshot = _values(buffer)
+                    with pytest.raises(di.ArgumentError, match="share memory"):
+                        _layout_call(op, f, backend, args, kind, prep=p, **kw)
+                    assert torch.equal(_values(buffer), snapshot), where
+                    continue
+                got = _layout_call(op, f, backend, args, kind, prep=p, **kw)
+                assert torch.allclose(_values(got), want, rtol=1e-12, atol=1e-12), where
+                if role == "out":
+                    assert got is buffer, where
+                else:
+                    assert not got.requires_grad and got.grad_fn is None, where
+                if role == "y":
+                    value = _elementwise(_values(args["x"]), _values(args["Constant"]), torch.empty(shape, dtype=D))
+                    assert torch.allclose(_values(buffer), value), where
+            for k, state in before.items():
+                after = _state(args[k])
+                assert torch.equal(after[0], state[0]) and after[1:] == state[1:], f"{op}: {k} changed"
+
+
+def _sines(x):
+    return torch.sin(x) * x
+
+
+def _sines_derivative(x):
+    return torch.cos(x) * x + torch.sin(x)
+
+
+def _sines_second_derivative(x):
+    return 2 * torch.cos(x) - x * torch.sin(x)
+
+
+def _diagonal(d, shape):
+    return torch.diag(d.reshape(-1)).reshape(shape + shape)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (2, 3, 2)], ids=["0-d", "(0,)", "(1,)", "3-d"])
+@pytest.mark.parametrize("backend", [REVERSE, FORWARD, *COMBINATIONS[:4]], ids=repr)
+def test_every_operator_on_edge_shapes_against_analytic_results(backend, shape, dtype):
+    """0-d, empty, one-element and 3-d tensors, in float64 and float32, prepared at another point and
+    unprepared, each call twice, against analytic results."""
+    rng = torch.Generator().manual_seed(2)
+    x, t = (torch.randn(shape, generator=rng, dtype=dtype) for _ in range(2))
+    ty = torch.randn(shape, generator=rng, dtype=dtype)
+    d, d2 = _sines_derivative(x), _sines_second_derivative(x)
+    summed = lambda x: torch.sum(_sines(x))
+    cases = {  # operator: (function, tangent, expected)
+        "pushforward": (_sines, t, d * t),
+        "pullback": (_sines, ty, d * ty),
+        "jacobian": (_sines, None, _diagonal(d, shape)),
+        "gradient": (summed, None, d),
+        "hessian": (summed, None, _diagonal(d2, shape)),
+        "hvp": (summed, t, d2 * t),
+        "derivative": (_sines, None, d),
+        "second_derivative": (_sines, None, d2),
+    }
+    tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    for op, (f, tangent, want) in cases.items():
+        if (isinstance(backend, di.SecondOrder) and op not in SECOND_ORDER) or (op.endswith("derivative") and shape):
+            continue
+        extra = () if tangent is None else (tangent,)
+        prep = getattr(di, f"prepare_{op}")(f, backend, torch.randn(shape, generator=rng, dtype=dtype), *extra)
+        for p in (prep, prep, None, None):
+            got = getattr(di, op)(f, backend, x, *extra, prep=p)
+            assert got.dtype == dtype and got.shape == want.shape and not got.requires_grad, op
+            assert torch.allclose(got, want, **tolerance), op
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode, torch.enable_grad])
+@pytest.mark.parametrize("backend", [REVERSE, FORWARD, *COMBINATIONS[:4]], ids=repr)
+def test_calls_under_no_grad_and_inference_mode(backend, mode):
+    """Under torch.inference_mode() autograd records nothing (every derivative came out zero): diface
+    leaves it for the call. Tensors made inside the mode, preparations made inside it and outside, all
+    serve; each call twice."""
+    x0, t0 = torch.tensor([0.4, -1.1, 0.8], dtype=D), torch.tensor([1.0, 0.5, -2.0], dtype=D)
+    summed = lambda x: torch.sum(_sines(x))
+    d, hessian = _sines_derivative(x0), torch.diag(_sines_second_derivative(x0))
+    outside = di.prepare_hvp(summed, backend, x0 + 1, t0)
+    results, wanted = [], []
+    with mode():
+        x, t = x0.clone(), t0.clone()  # inference tensors under inference_mode
+        inside = di.prepare_hvp(summed, backend, x + 1, t)
+        for _ in range(2):
+            results += [
+                di.hessian(summed, backend, x),
+                *(di.hvp(summed, backend, x, t, prep=p) for p in (None, inside, outside)),
+            ]
+            wanted += [hessian, *[hessian @ t0] * 3]
+            if not isinstance(backend, di.SecondOrder):
+                results += [
+                    di.jacobian(_sines, backend, x),
+                    di.pushforward(_sines, backend, x, t),
+                    di.gradient(summed, backend, x),
+                ]
+                wanted += [torch.diag(d), d * t0, d]
+    for got, want in zip(results, wanted, strict=True):
+        assert torch.allclose(got, want, rtol=1e-12)
+        assert not got.requires_grad and not got.is_inference()
+
+
+# NumPy arrays in every layout the test kit knows (transposed, Fortran order, reversed strides, strided
+# slices, broadcast views, read-only), and its edge shapes: every operator in reverse mode, and in
+# forward mode those that forward mode computes differently (the Jacobian sweeps)
+LAYOUT_SCENARIOS = layout_scenarios(
+    [SCENARIOS[n] for n in ("matrix to matrix, in place", "matrix to scalar", "vector to scalar, Constant contexts")]
+)
+KIT_LAYOUT_CASES = [
+    pytest.param(backend, group, id=f"{backend!r}-{group}")
+    for backend in (REVERSE, FORWARD)
+    for group in ("layouts", "edges")
+]
+
+
+@pytest.mark.parametrize(("backend", "group"), KIT_LAYOUT_CASES)
+def test_numpy_layouts_and_edge_shapes_of_the_test_kit(backend, group):
+    scenarios = LAYOUT_SCENARIOS if group == "layouts" else edge_scenarios()
+    failures = []
+    for scenario in scenarios:
+        for op in scenario.operators():
+            if backend is FORWARD and op not in ("jacobian", "gradient", "derivative"):
+                continue
+            failures += check_operator(backend, scenario, op)
+    assert not failures, "\n".join(map(str, failures))
+
+
+# -- errors: what a user passes wrong is a diface error that says what to do ---------------------------
+def test_tensors_diface_cannot_use_give_diface_errors_before_anything_is_written():
+    x, t = torch.tensor([0.4, -1.1], dtype=D), torch.tensor([1.0, 0.5], dtype=D)
+    meta = torch.empty(2, dtype=D, device="meta")
+    square = lambda y, x: y.copy_(x**2)
+    cases = [  # (error, message, call)
+        (di.ArgumentError, "meta", lambda b: di.jacobian(torch.sin, b, meta)),
+        (di.ArgumentError, "meta", lambda b: di.pushforward(torch.sin, b, x, meta)),
+        (di.ArgumentError, "meta", lambda b: di.pullback(torch.sin, b, x, meta)),
+        (di.ArgumentError, "meta", lambda b: di.jacobian(lambda x, c: x * c, b, x, di.Constant(meta))),
+        (di.ArgumentError, "meta", lambda b: di.jacobian(square, b, x, y=meta)),
+        (
+            di.ArgumentError,
+            "meta",
+            lambda b: di.jacobian(torch.sin, b, x, out=torch.empty(2, 2, dtype=D, device="meta")),
+        ),
+        (di.ArgumentError, "meta", lambda b: di.prepare_jacobian(torch.sin, b, x)(meta)),
+        (
+            di.PreparationMismatchError,
+            "device cpu at preparation, meta now",
+            lambda b: di.prepare_pushforward(torch.sin, b, x, t)(x, meta),
+        ),
+        (di.ArgumentError, "share memory", lambda b: di.jacobian(square, b, x, y=torch.zeros(1, dtype=D).expand(2))),
+        (di.NotSupportedError, "complex", lambda b: di.jacobian(torch.sin, b, x.to(torch.complex128))),
+        (di.NotSupportedError, "complex", lambda b: di.jacobian(lambda x: x * 1j, b, x)),
+        (di.ArgumentError, "floating point", lambda b: di.jacobian(torch.sin, b, torch.tensor([1, 2]))),
+        (di.ArgumentError, "floating point", lambda b: di.jacobian(lambda x: (x > 0).long(), b, x)),
+        (di.ArgumentError, "dtype of x", lambda b: di.pushforward(torch.sin, b, x, t.to(torch.complex128))),
+        (di.ArgumentError, "dtype of x", lambda b: di.pushforward(torch.sin, b, x, torch.tensor([1, 2]))),
+        (
+            di.PreparationMismatchError,
+            "dtype",
+            lambda b: di.prepare_pushforward(torch.sin, b, x, t)(x, torch.tensor([1, 2])),
+        ),
+    ]
+    for backend in (REVERSE, FORWARD):
+        for error, message, call in cases:
+            with pytest.raises(error, match=message):
+                call(backend)
+    for buffer in (torch.zeros(1, 2, dtype=D).expand(2, 2), torch.empty(2, 2, dtype=D, device="meta")):
+        snapshot = buffer.clone()
+        with pytest.raises(di.ArgumentError, match=r"share memory|meta"):
+            di.jacobian(torch.sin, REVERSE, x, out=buffer)
+        assert buffer.is_meta or torch.equal(buffer, snapshot)
+
+
+def test_closures_over_weights_that_require_grad_are_fine():
+    w = torch.tensor([0.5, -2.0], dtype=D, requires_grad=True)
+    x = torch.tensor([0.4, -1.1], dtype=D)
+    for backend in (REVERSE, FORWARD, *COMBINATIONS[:4]):
+        h = di.hessian(lambda x: torch.sum(w * x**3), backend, x)
+        assert torch.allclose(h, torch.diag(6 * w * x)) and not h.requires_grad
+        if not isinstance(backend, di.SecondOrder):
+            j = di.jacobian(lambda x: w * x**3, backend, x)
+            assert torch.allclose(j, torch.diag(3 * w * x**2)) and not j.requires_grad
+    assert w.grad is None
 
 
 # -- cross-engine: torch and finite differences on the same mathematics ----------------------------------

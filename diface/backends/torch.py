@@ -34,6 +34,26 @@ with n = 100: 0.26 ms, against 0.94 ms forward over reverse with dual tensors an
 composition it names: forward over reverse (dual tensors through `torch.autograd.grad`), reverse over
 forward (`torch.autograd.grad` of a dual tensor's tangent), reverse over reverse, and forward over forward
 (nested `torch.func.jvp`: dual tensors cannot nest).
+
+Threads: a preparation may be shared by any number of threads. Torch keeps autograd, grad mode and
+vmap per thread, but forward-mode AD has one level per process (`dual_level()` fails while another is
+open, in any thread, and `torch.func.jvp` counts its nesting in a Python global), so every forward-mode
+computation (a pushforward, a forward sweep, the forward half of a second-order composition, the
+`linearize` trace) runs under one lock, `forward_ad_lock`: forward-mode calls from several threads take
+turns, reverse-mode calls run side by side. A user's own forward AD in another thread (a `dual_level()`
+block, `torch.func.jvp`, `jacfwd`) is unaffected by diface's reverse mode; beside diface's forward mode
+it must take the lock too (`with diface.backends.torch.forward_ad_lock: ...`), else one of the two meets
+the other's level: diface raises `NotSupportedError`, the user's code torch's RuntimeError. Calling
+diface's forward mode inside a `dual_level()` block raises `NotSupportedError` and leaves the block's
+level intact.
+
+Tensors: any tensor a user holds can come in (as x, a tangent, a context, y or an out= buffer):
+transposed, sliced, expanded, requiring grad, a view of one that does, made under `torch.no_grad()` or
+`torch.inference_mode()`; and calls may be made under either mode. Inference tensors and expanded views
+that diface reads (x, tangents, Constants) are copied, and a Cache that is either gets a scratch copy; y
+and out= buffers are written as they are, and an expanded one (whose elements share memory) is an
+`ArgumentError`, as is a tensor on the meta device. Nothing the user passes is written but y, out= and
+the Caches f writes, and no result requires grad.
 """
 
 from __future__ import annotations
@@ -41,6 +61,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import functools
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -52,10 +73,10 @@ import numpy as np
 from .._arrays import ArrayOps, framework_ops, register_array_ops
 from .._backend import Backend
 from .._contexts import Cache
-from .._errors import ArgumentError
-from .._problem import Kernel, Problem, size_of
+from .._errors import ArgumentError, NotSupportedError, PreparationMismatchError
+from .._problem import Kernel, Problem, check_output, dtype_of, shape_of, size_of
 
-__all__ = ["AutoTorch", "TorchOps"]
+__all__ = ["AutoTorch", "TorchOps", "forward_ad_lock"]
 
 _MODES = ("forward", "reverse")
 #: batches of at least this many products try vmap in unprepared (single-use) calls
@@ -130,7 +151,13 @@ class TorchOps(ArrayOps):
     def imag(self, a: Any) -> Any:
         return self.torch.imag(a)
 
+    def check_writable(self, a: Any, label: str = "an out= buffer") -> None:
+        """Raise `ArgumentError` unless results can be written into the tensor `a` (for the core to call
+        on every out= buffer before writing any; `copyto` checks again)."""
+        _check_writable(a, label)
+
     def copyto(self, dst: Any, src: Any) -> None:
+        _check_writable(dst, "an out= buffer")
         dst.detach().copy_(src.detach() if isinstance(src, self.torch.Tensor) else self.asarray(src, like=dst))
 
     def flat_view(self, a: Any) -> Any:
@@ -204,7 +231,8 @@ class AutoTorch(Backend):
 
     `f` is written with torch operations and receives `torch.Tensor`s. A NumPy `x` is shared with torch
     (no copy) and the results come back as NumPy arrays; a tensor `x` gives tensors on its device, in its
-    dtype. In-place functions `f(y, x)` write into a tensor.
+    dtype. In-place functions `f(y, x)` write into a tensor. Preparations may be shared by threads:
+    forward-mode work takes turns on torch's one forward-AD level (see `forward_ad_lock`).
 
     Example:
         >>> import numpy as np, diface as di
@@ -234,6 +262,8 @@ class AutoTorch(Backend):
 
         if not isinstance(x, (torch.Tensor, np.ndarray, np.generic, float, int, list)):
             raise ArgumentError(f"AutoTorch takes torch tensors, NumPy arrays and numbers as x, got {type(x).__name__}")
+        if isinstance(x, torch.Tensor) and x.is_meta:
+            raise ArgumentError(_META.format("x"))
         return framework_ops("torch")
 
     def array_namespace(self) -> Any:
@@ -241,33 +271,36 @@ class AutoTorch(Backend):
 
         return torch
 
+    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
+        """f evaluated once without autograd, on x and contexts as the kernels give them to f (so that an
+        inference tensor or a closure over weights that require grad records nothing)."""
+        caches = tuple(isinstance(c, Cache) for c in problem.contexts)
+        with _outside_inference_mode(), _torch().no_grad():
+            x = _usable(problem.x, problem.x.device, "x")
+            out = check_output(problem.f(x, *_Function.context_values(problem.context_values, caches)))
+        return shape_of(out), dtype_of(out)
+
     # -- first order -----------------------------------------------------------------------------
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
-        return _pushforward_kernel(problem, tangents)
+        return _kernel(_pushforward_kernel, problem, tangents)
 
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
-        return _pullback_kernel(problem, cotangents)
+        return _kernel(_pullback_kernel, problem, cotangents, "a cotangent")
 
     def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
-        return _pushforward_same_point_kernel(problem, tangents)
+        return _kernel(_pushforward_same_point_kernel, problem, tangents)
 
     def prepare_pullback_same_point(self, problem: Problem, cotangents: tuple) -> Kernel:
-        return _pullback_same_point_kernel(problem, cotangents)
+        return _kernel(_pullback_same_point_kernel, problem, cotangents, "a cotangent")
 
     def prepare_gradient(self, problem: Problem) -> Kernel:
-        if self.mode == "reverse":
-            return _gradient_kernel(problem)
-        return _forward_jacobian_kernel(problem)
+        return _kernel(_gradient_kernel if self.mode == "reverse" else _forward_jacobian_kernel, problem)
 
     def prepare_derivative(self, problem: Problem) -> Kernel:
-        if self.mode == "forward":
-            return _derivative_kernel(problem)
-        return _reverse_jacobian_kernel(problem)
+        return _kernel(_derivative_kernel if self.mode == "forward" else _reverse_jacobian_kernel, problem)
 
     def prepare_jacobian(self, problem: Problem) -> Kernel:
-        if self.mode == "forward":
-            return _forward_jacobian_kernel(problem)
-        return _reverse_jacobian_kernel(problem)
+        return _kernel(_forward_jacobian_kernel if self.mode == "forward" else _reverse_jacobian_kernel, problem)
 
     # -- second order ----------------------------------------------------------------------------
     def second_order_backends(self) -> tuple[Backend, Backend]:
@@ -275,18 +308,12 @@ class AutoTorch(Backend):
         return reverse, reverse
 
     def prepare_second_order(self, op: str, inner: Backend, problem: Problem, extra: Any) -> Kernel | None:
-        if not isinstance(inner, AutoTorch):
-            return None  # another engine inside: the core derives it
-        plan = _PLANS[self.mode, inner.mode](problem, inner)
-        if op == "hvp":
-            return plan.hvp_kernel(extra)
-        if op == "hvp_same_point":
-            return plan.hvp_same_point_kernel(extra)
-        if op == "hessian":
-            return plan.hessian_kernel()
-        if op == "second_derivative":
-            return plan.second_derivative_kernel()
-        return None  # an operator this engine has nothing native for: the core derives it
+        if not isinstance(inner, AutoTorch) or op not in _PLAN_KERNELS:
+            return None  # another engine inside, or an operator with nothing native: the core derives it
+        plan, method = _PLANS[self.mode, inner.mode], _PLAN_KERNELS[op]
+        if extra is not None:  # hvp: tangents
+            return _kernel(lambda problem, tangents: getattr(plan(problem, inner), method)(tangents), problem, extra)
+        return _kernel(lambda problem: getattr(plan(problem, inner), method)(), problem)
 
 
 # -- the user's function -------------------------------------------------------------------------
@@ -304,6 +331,13 @@ def _grad_mode() -> Any:
     return contextlib.nullcontext() if torch.is_grad_enabled() else torch.enable_grad()
 
 
+def _outside_inference_mode() -> Any:
+    """Inference mode off (under `torch.inference_mode()` autograd records nothing: every derivative
+    would come out zero); free when it is."""
+    torch = _torch()
+    return torch.inference_mode(False) if torch.is_inference_mode_enabled() else contextlib.nullcontext()
+
+
 class _Function:
     """The user's `f` at one problem: called on a tape or on dual tensors, or as a pure function of x."""
 
@@ -314,7 +348,10 @@ class _Function:
         self.caches = tuple(isinstance(c, Cache) for c in problem.contexts)
         self.y_dtype = framework_ops("torch").result_type(problem.y_spec[1])
         self.tensor = torch.Tensor
-        _forward_ad()  # loaded before any forward-mode work (torch.func's included)
+        self.grad_enabled = torch.is_grad_enabled
+        # what torch.no_grad() calls, for a tenth of its cost (1.5 us of a 30 us pushforward)
+        self.set_grad_enabled = getattr(torch._C, "_set_grad_enabled", torch.set_grad_enabled)
+        self.fwad = _forward_ad()  # loaded before any forward-mode work (torch.func's included)
 
     def __call__(self, x: Any, cv: tuple, y: Any) -> Any:
         """f at x (a leaf, a dual tensor, ...), returning its output (the alias of y it wrote into).
@@ -323,14 +360,22 @@ class _Function:
         memory, but the autograd history (and any dual tangent) stays on the alias, so a Cache starts each
         call with zero adjoint and tangent, and the user's tensors keep no graph."""
         if cv:
-            tensor = self.tensor
-            cv = tuple(v.detach() if isinstance(v, tensor) else v for v in cv)
+            cv = self.context_values(cv, self.caches)
         if y is None:
             out = self.f(x, *cv)
             return out if isinstance(out, self.tensor) else _torch().as_tensor(out, dtype=self.y_dtype, device=x.device)
         y = y.detach()
         self.f(y, x, *cv)
         return y
+
+    @staticmethod
+    def context_values(cv: tuple, caches: tuple) -> tuple:
+        """The context values as f receives them: tensors as fresh `detach()`ed aliases, or copies where
+        f could not use the user's tensor (`_context_tensor`)."""
+        tensor = _torch().Tensor
+        return tuple(
+            _context_tensor(v, is_cache).detach() if isinstance(v, tensor) else v for v, is_cache in zip(cv, caches)
+        )
 
     def pure(self, cv: tuple) -> Callable[[Any], Any] | None:
         """x -> f(x) for torch.func transforms, which forbid writing into captured tensors: Caches become
@@ -339,6 +384,7 @@ class _Function:
             return None
         torch = _torch()
         caches = self.caches
+        cv = self.context_values(cv, caches) if cv else cv
         f = self.f
 
         def fn(x: Any) -> Any:
@@ -359,11 +405,215 @@ class _Function:
     def dual(self, x: Any, t: Any, cv: tuple, y: Any) -> tuple[Any, Any]:
         """(value, tangent) of f at x along t, through dual tensors (with autograd off: no graph is
         recorded, not even through tensors f closes over that require grad)."""
-        fwad = _forward_ad()
-        with _torch().no_grad(), fwad.dual_level():
-            out = self(fwad.make_dual(x.detach(), t), cv, y)
-            value, tangent = fwad.unpack_dual(out)
+        fwad, grad_enabled = self.fwad, self.grad_enabled()
+        self.set_grad_enabled(False)
+        try:
+            with _DUAL_LEVEL:
+                out = self(fwad.make_dual(x.detach(), t), cv, y)
+                value, tangent = fwad.unpack_dual(out)
+        finally:
+            self.set_grad_enabled(grad_enabled)
         return value, _zeros_if_none(tangent, value)
+
+
+# -- the tensors a user passes ---------------------------------------------------------------------
+#
+# Any tensor a user holds can come in: a transposed or sliced view, a view whose elements share memory
+# (`expand()`), a tensor that requires grad (a leaf, or a view of one), an inference tensor (made under
+# `torch.inference_mode()`), a tensor on the meta device. The kernels read x, the tangents and the
+# contexts, make x a leaf or dual, and write into y and out= buffers: `_kernel` fits what it is given to
+# that once, at preparation, and `_guarded` at every call, copying only what cannot be used as it is
+# (and only what diface reads, never what it writes into) and raising `ArgumentError` for the rest.
+
+_META = (
+    "AutoTorch: {} is on the 'meta' device, which holds shapes but no values to differentiate: pass a "
+    "tensor on a real device (e.g. .to('cpu'))"
+)
+
+
+def _overlapping(t: Any) -> bool:
+    """Whether two elements of `t` may share memory: a view made by `expand()`, broadcasting or
+    `as_strided` (conservative for exotic strides; a contiguous tensor never does)."""
+    if t.is_contiguous() or t.numel() == 0:
+        return False
+    reach = 0  # the farthest offset the smaller strides reach
+    for stride, size in sorted((st, n) for st, n in zip(t.stride(), t.shape) if n > 1):
+        if stride <= reach:
+            return True
+        reach += stride * (size - 1)
+    return False
+
+
+def _usable(t: Any, device: Any, label: str) -> Any:
+    """x or a tangent as the kernels read it, make it a leaf or dual: `t` itself, or a contiguous copy of
+    an inference tensor (autograd refuses those outside inference mode, and a dual one drops its
+    tangent) or of a view whose elements share memory (`make_dual` writes the tangent in x's layout).
+    Nothing is written into it. Raises for a tensor on the meta device or on another device than x."""
+    if t.is_meta:
+        raise ArgumentError(_META.format(label))
+    if t.device != device:
+        if label == "x":
+            raise PreparationMismatchError(
+                f"AutoTorch: x is on {t.device}, the preparation was made on {device}: prepare again with x on "
+                f"{t.device}, or move x with x.to({str(device)!r})"
+            )
+        raise ArgumentError(f"AutoTorch: {label} is on {t.device}, x on {device}: move it with .to(x.device)")
+    if t.is_inference() or _overlapping(t):
+        return t.clone(memory_format=_torch().contiguous_format)
+    return t
+
+
+def _usable_all(tangents: tuple, device: Any, label: str) -> tuple:
+    """`_usable` of each tangent (the tuple itself where all are usable as they are)."""
+    usable = tuple(_usable(t, device, label) for t in tangents)
+    return tangents if all(u is t for u, t in zip(usable, tangents)) else usable
+
+
+def _context_tensor(v: Any, is_cache: bool) -> Any:
+    """A tensor context as f can use it: `v`, or a contiguous copy of an inference tensor (autograd
+    refuses those) and of a Cache whose elements share memory (f could not write into it; what f writes
+    into a Cache is scratch, which nobody reads after the call)."""
+    if v.is_meta:
+        raise ArgumentError(_META.format("a context value"))
+    if v.is_inference() or (is_cache and _overlapping(v)):
+        return v.clone(memory_format=_torch().contiguous_format)
+    return v
+
+
+def _check_writable(t: Any, label: str) -> None:
+    """Raise `ArgumentError` unless results can be written into `t` (y, an out= buffer)."""
+    if t.is_meta:
+        raise ArgumentError(_META.format(label))
+    if _overlapping(t):
+        raise ArgumentError(
+            f"AutoTorch: {label} is a view whose elements share memory (made by expand(), broadcasting or "
+            "as_strided), so results cannot be written into it: pass a tensor with memory of its own (e.g. "
+            "a .clone() of it)"
+        )
+
+
+def _kernel(
+    build: Callable[..., Kernel], problem: Problem, tangents: tuple | None = None, label: str = "a tangent"
+) -> Kernel:
+    """`build(problem[, tangents])`, made outside inference mode on the problem as the kernels can use it
+    (x and the tangents `_usable`, contexts as f gets them, y writable), then `_guarded`."""
+    device = problem.x.device
+    with _outside_inference_mode():
+        x = _usable(problem.x, device, "x")
+        if problem.y is not None:
+            _check_writable(problem.y, "y")
+        contexts = tuple(
+            c.with_value(_context_tensor(c.value, isinstance(c, Cache))) if isinstance(c.value, _torch().Tensor) else c
+            for c in problem.contexts
+        )
+        problem = Problem(
+            problem.f, x, contexts, problem.y, problem.ops, single_use=problem.single_use, y_spec=problem.y_spec
+        )
+        kernel = build(problem) if tangents is None else build(problem, _usable_all(tangents, device, label))
+    return _guarded(kernel, device, label)
+
+
+def _guarded(kernel: Kernel, device: Any, label: str) -> Kernel:
+    """`kernel` called outside inference mode, on x and tangents made `_usable`, after checking y: every
+    argument is checked before anything runs. The usual tensor (contiguous, on the kernel's device, not
+    an inference tensor) is told apart by three attribute reads."""
+    torch = _torch()
+    inference_mode, no_inference_mode = torch.is_inference_mode_enabled, torch.inference_mode
+    # on the CPU, `t.is_cpu` (False on the meta device too) costs a quarter of `t.device == device`
+    cpu = device.type == "cpu"
+    on_device = lambda t: t.device == device
+
+    def guarded(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+        if inference_mode():
+            with no_inference_mode(False):
+                return guarded(x, extra, cv, y, full)
+        if not x.is_contiguous() or x.is_inference() or not (x.is_cpu if cpu else on_device(x)):
+            x = _usable(x, device, "x")
+        if extra is not None:
+            for t in extra:
+                if not t.is_contiguous() or t.is_inference() or not (t.is_cpu if cpu else on_device(t)):
+                    extra = _usable_all(extra, device, label)
+                    break
+        if y is not None:
+            _check_writable(y, "y")
+        return kernel(x, extra, cv, y, full)
+
+    return guarded
+
+
+# -- torch's process-global state --------------------------------------------------------------------
+#
+# Forward-mode AD in torch has one level per process (`torch.autograd.forward_ad.dual_level` fails while
+# another is open, in any thread) and `torch.func.jvp` counts its nesting in a Python global: two
+# threads running forward mode at once get each other's dual tensors, wrong tangents and errors. So
+# every forward-mode computation (dual tensors, `torch.func.jvp`, `linearize`'s trace) runs under one
+# lock; reverse mode and vmap keep their state per thread in torch and take no lock. Python's warning
+# filters are process-global too: the few places that silence vmap's warnings take the same lock.
+
+#: held by diface around every use of torch's forward-mode AD and of Python's warning filters. A user who
+#: runs forward AD of their own (`dual_level()`, `torch.func.jvp`, `jacfwd`, ...) in threads beside
+#: diface's forward-mode calls takes it too, so that the two take turns: `with forward_ad_lock: ...`
+forward_ad_lock = threading.RLock()
+
+_NESTED = (
+    "AutoTorch: forward mode needs torch's forward-AD level, and another one is open (torch allows one per "
+    "process): a torch.autograd.forward_ad.dual_level() block or torch.func.jvp around this call, forward AD "
+    "inside f, or forward AD in another thread. Call diface outside that block, and from other threads "
+    "wrap your own forward-AD code in `with diface.backends.torch.forward_ad_lock:` so that they take turns"
+)
+
+
+def _nested(error: BaseException | None) -> bool:
+    return isinstance(error, RuntimeError) and "Nested forward mode AD is not supported" in str(error)
+
+
+class _ForwardAD:
+    """`with _FORWARD_AD:` holds `forward_ad_lock` around `torch.func.jvp` (which opens the level itself),
+    turning torch's error about a level already open into `NotSupportedError`."""
+
+    def __enter__(self) -> None:
+        forward_ad_lock.acquire()
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        forward_ad_lock.release()
+        if _nested(error):
+            raise NotSupportedError(_NESTED) from error
+
+
+class _DualLevel(_ForwardAD):
+    """`with _DUAL_LEVEL:` also opens torch's forward-AD level for dual tensors. Reentrant in the thread
+    holding the lock (a loop of products opens one level for all of them); `depth` is only touched under
+    the lock."""
+
+    depth = 0
+
+    def __enter__(self) -> None:
+        forward_ad_lock.acquire()
+        if self.depth == 0:
+            try:
+                _forward_ad().enter_dual_level()
+            except BaseException as e:
+                forward_ad_lock.release()
+                if _nested(e):
+                    raise NotSupportedError(_NESTED) from e
+                raise
+        self.depth += 1
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            try:
+                _forward_ad().exit_dual_level()
+            finally:
+                forward_ad_lock.release()
+        else:
+            forward_ad_lock.release()
+        if _nested(error):
+            raise NotSupportedError(_NESTED) from error
+
+
+_FORWARD_AD = _ForwardAD()
+_DUAL_LEVEL = _DualLevel()
 
 
 @functools.cache
@@ -373,10 +623,15 @@ def _forward_ad() -> Any:
     import torch
     import torch.autograd.forward_ad as fwad
 
-    with warnings.catch_warnings():
+    with forward_ad_lock, warnings.catch_warnings():
         warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
-        with fwad.dual_level():
-            fwad.make_dual(torch.zeros(()), torch.zeros(()))
+        try:
+            with fwad.dual_level():
+                fwad.make_dual(torch.zeros(()), torch.zeros(()))
+        except RuntimeError as e:
+            if _nested(e):
+                raise NotSupportedError(_NESTED) from e
+            raise
     return fwad
 
 
@@ -405,6 +660,8 @@ class _Products(abc.ABC):
 
     #: whether `many` exists
     batchable: bool = True
+    #: whether `one` computes with dual tensors (a loop of products then opens one level for all)
+    dual: bool = False
 
     @abc.abstractmethod
     def one(self, state: Any, v: Any) -> tuple[Any, Any]: ...
@@ -441,6 +698,8 @@ class _JvpProducts(_Products):
     """Pushforwards of f at x; state `(x, cv, y)`; aux the value. One at a time through dual tensors,
     together through vmap over `torch.func.jvp` (not for in-place functions: y must receive f(x))."""
 
+    dual = True
+
     def __init__(self, fn: _Function) -> None:
         self.fn = fn
         self.batchable = not fn.inplace
@@ -453,7 +712,7 @@ class _JvpProducts(_Products):
         x, cv, _ = state
         func = _torch().func
         pure = self.fn.pure(cv)
-        with _torch().no_grad():
+        with _torch().no_grad(), _FORWARD_AD:
             values, tangents = func.vmap(lambda v: func.jvp(pure, (x,), (v,)))(vs)
         return values[0], tangents
 
@@ -492,23 +751,32 @@ class _Batching:
         self.together = timing[0] < len(sample) * timing[1]
 
     def run(self, state: Any, items: Any) -> tuple[Any, Any]:
-        """(aux of the first product, results): a list of results, or a tensor stacking them."""
+        """(aux of the first product, results): a list of results, or a tensor stacking them.
+
+        Undecided (single-use kernels, `_Pullbacks`), a large batch tries vmap and decides for good: vmap
+        if it works, a loop if f refuses it. Threads sharing the kernel find the same, so which one
+        writes the decision does not matter, and once written no call silences warnings again."""
         together = self.together
-        if together is None:  # undecided: vmap for large batches, falling back to a loop for good
+        if together is None:
             together = _FORCE_BATCHING != "loop" and (len(items) >= _SINGLE_USE_VMAP_FROM or _FORCE_BATCHING == "vmap")
             if together:
                 try:
                     with _quiet():
-                        return self.products.many(state, _stack(items))
+                        results = self.products.many(state, _stack(items))
                 except Exception:
                     self.together = together = False
+                else:
+                    self.together = True
+                    return results
         if together:
             return self.products.many(state, _stack(items))
         one = self.products.one
-        aux, first = one(state, items[0])
         if len(items) == 1:
+            aux, first = one(state, items[0])
             return aux, [first]
-        return aux, [first, *(one(state, v)[1] for v in items[1:])]
+        with _DUAL_LEVEL if self.products.dual else contextlib.nullcontext():  # one level for the loop
+            aux, first = one(state, items[0])
+            return aux, [first, *(one(state, v)[1] for v in items[1:])]
 
 
 def _stack(items: Any) -> Any:
@@ -526,8 +794,10 @@ def _as_stacked(results: Any) -> Any:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """Silence vmap's warnings about slow fallbacks while trying it (the timing decides)."""
-    with warnings.catch_warnings():
+    """Silence vmap's warnings about slow fallbacks while trying it (the timing decides). The warning
+    filters are process-global: under `forward_ad_lock`, two threads' silences cannot interleave and
+    leave them changed."""
+    with forward_ad_lock, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
 
@@ -638,10 +908,15 @@ def _pullback_kernel(problem: Problem, cotangents: tuple) -> Kernel:
         with _grad_mode():
             batching.decide(fn.record(x, cv, y)[::-1], cotangents)
 
+    torch = _torch()
+    grad_enabled, enable_grad = torch.is_grad_enabled, torch.enable_grad
+
     def pullback_kernel(x: Any, cotangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-        with _grad_mode():
-            leaf, out = fn.record(x, cv, y)
-            _, results = batching.run((out, leaf), cotangents)
+        if not grad_enabled():
+            with enable_grad():
+                return pullback_kernel(x, cotangents, cv, y, full)
+        leaf, out = fn.record(x, cv, y)
+        _, results = batching.run((out, leaf), cotangents)
         return (out.detach() if full else None), _as_tuple(results)
 
     return pullback_kernel
@@ -695,7 +970,7 @@ def _pushforward_same_point_kernel(problem: Problem, tangents: tuple) -> Kernel:
     if pure is None:
         return _pushforward_kernel(problem, tangents)
     try:
-        with _quiet(), torch.no_grad():
+        with _quiet(), torch.no_grad(), _FORWARD_AD:
             value, linear = torch.func.linearize(pure, x)
             linear(tangents[0])
     except Exception:  # not traceable (data-dependent shapes, non-torch code, ...)
@@ -960,8 +1235,8 @@ class _ForwardOverReverse(_Plan):
         return aux if aux is not None else self._value_and_zero_gradient(x, cv)
 
     def second_derivative(self, x: Any, cv: tuple) -> tuple[Any, Any, Any]:
-        fwad = _forward_ad()
-        with fwad.dual_level():
+        fwad = self.fn.fwad
+        with _DUAL_LEVEL:
             leaf = x.detach().requires_grad_()
             out = self.fn(fwad.make_dual(leaf, _torch().ones_like(x)), cv, None)
             d = self.y_pullbacks(out, leaf)
@@ -971,13 +1246,15 @@ class _ForwardOverReverse(_Plan):
 
 
 class _ForwardOverReverseProducts(_Products):
+    dual = True
+
     def __init__(self, fn: _Function) -> None:
         self.fn = fn
 
     def one(self, state: Any, v: Any) -> tuple[Any, Any]:
         x, cv = state
-        fwad = _forward_ad()
-        with fwad.dual_level():
+        fwad = self.fn.fwad
+        with _DUAL_LEVEL:
             leaf = x.detach().requires_grad_()
             out = self.fn(fwad.make_dual(leaf, v), cv, None)
             g = _vjp(out, leaf, None)
@@ -989,7 +1266,7 @@ class _ForwardOverReverseProducts(_Products):
         x, cv = state
         func = _torch().func
         gradient_and_value = func.grad_and_value(self.fn.pure(cv))
-        with _torch().no_grad():  # torch.func transforms ignore it; it keeps tensors f closes over out
+        with _torch().no_grad(), _FORWARD_AD:  # no_grad: keeps tensors f closes over out (torch.func ignores it)
             (g, value), (hv, _) = func.vmap(lambda v: func.jvp(gradient_and_value, (x,), (v,)))(vs)
         return (value[0], g[0]), hv
 
@@ -1010,9 +1287,9 @@ class _ReverseOverForward(_Plan):
         return self.gradient(x, None, cv, None, True)
 
     def second_derivative(self, x: Any, cv: tuple) -> tuple[Any, Any, Any]:
-        fwad = _forward_ad()
+        fwad = self.fn.fwad
         leaf = x.detach().requires_grad_()
-        with fwad.dual_level():
+        with _DUAL_LEVEL:
             out = self.fn(fwad.make_dual(leaf, _torch().ones_like(x)), cv, None)
             value, d = fwad.unpack_dual(out)
         d = _zeros_if_none(d, value)
@@ -1025,9 +1302,9 @@ class _ReverseOverForwardProducts(_Products):
 
     def one(self, state: Any, v: Any) -> tuple[Any, Any]:
         x, cv = state
-        fwad = _forward_ad()
+        fwad = self.fn.fwad
         leaf = x.detach().requires_grad_()
-        with fwad.dual_level():
+        with _DUAL_LEVEL:
             out = self.fn(fwad.make_dual(leaf, v), cv, None)
             directional = fwad.unpack_dual(out).tangent
         if directional is None:
@@ -1039,7 +1316,7 @@ class _ReverseOverForwardProducts(_Products):
         func = _torch().func
         pure = self.fn.pure(cv)
         hvp = lambda v: func.grad(lambda x: func.jvp(pure, (x,), (v,))[1])(x)
-        with _torch().no_grad():
+        with _torch().no_grad(), _FORWARD_AD:
             return None, func.vmap(hvp)(vs)
 
 
@@ -1060,7 +1337,7 @@ class _ForwardOverForward(_Plan):
         pure = self.fn.pure(cv)
         one = _torch().ones_like(x)
         derivative = lambda x: func.jvp(pure, (x,), (one,))
-        with _torch().no_grad():
+        with _torch().no_grad(), _FORWARD_AD:
             (value, d), (_, d2) = func.jvp(derivative, (x,), (one,))
         return value, d, d2
 
@@ -1089,12 +1366,14 @@ class _ForwardOverForwardProducts(_Products):
                     pairs = [func.jvp(pure, (x,), (e,)) for e in seeds]
                     value, part = pairs[0][0], torch.stack([p[1] for p in pairs])
                 columns.append(part)
+            if not columns:  # an empty x
+                return pure(x), torch.zeros_like(x)
             return value, torch.cat(columns).reshape(x_shape)
 
         return value_and_gradient
 
     def one(self, state: Any, v: Any) -> tuple[Any, Any]:
-        with _torch().no_grad():
+        with _torch().no_grad(), _FORWARD_AD:
             return self._one(state, v)
 
     def _one(self, state: Any, v: Any) -> tuple[Any, Any]:
@@ -1116,7 +1395,7 @@ class _ForwardOverForwardProducts(_Products):
         x, cv = state
         func = _torch().func
         value_and_gradient = self._value_and_gradient(self.fn.pure(cv), True)
-        with _torch().no_grad():
+        with _torch().no_grad(), _FORWARD_AD:
             (value, g), (_, hv) = func.vmap(lambda v: func.jvp(value_and_gradient, (x,), (v,)))(vs)
         return (value[0], g[0]), hv
 
@@ -1126,4 +1405,11 @@ _PLANS: dict[tuple[str, str], type[_Plan]] = {
     ("forward", "reverse"): _ForwardOverReverse,
     ("reverse", "forward"): _ReverseOverForward,
     ("forward", "forward"): _ForwardOverForward,
+}
+#: the `_Plan` method building each second-order kernel
+_PLAN_KERNELS = {
+    "hvp": "hvp_kernel",
+    "hvp_same_point": "hvp_same_point_kernel",
+    "hessian": "hessian_kernel",
+    "second_derivative": "second_derivative_kernel",
 }
