@@ -262,7 +262,7 @@ def test_batched_tangents_run_in_one_sweep():
     ts = tuple(np.eye(4))
     prep = di.prepare_pushforward(f, TAPE, x, ts)
     prep.pushforward(x, ts)
-    assert list(prep.kernel._sweeps) == [("forward", 4)]
+    assert list(prep.kernel._local.replay.sweeps) == [("forward", 4)]
     np.testing.assert_allclose(np.stack(prep.pushforward(x, ts), axis=1), di.jacobian(f, TAPE, x), rtol=1e-14)
     back = di.prepare_pullback(f, TAPE, x, ts)
     np.testing.assert_allclose(np.stack(back.pullback(x, ts)), di.jacobian(f, TAPE, x), rtol=1e-14)
@@ -373,8 +373,8 @@ def test_where_needs_no_guard():
 
 # -- what the tape refuses -----------------------------------------------------------------------------------
 def test_an_unknown_function_is_named():
-    with pytest.raises(di.NotSupportedError, match=r"numpy\.linalg\.svd"):
-        di.gradient(lambda x: np.sum(np.linalg.svd(np.outer(x, x))[1]), TAPE, np.ones(2))
+    with pytest.raises(di.NotSupportedError, match=r"numpy\.linalg\.matrix_rank.*test_tape\.py:\d+"):
+        di.gradient(lambda x: np.sum(np.linalg.matrix_rank(np.outer(x, x))), TAPE, np.ones(2))
     with pytest.raises(di.NotSupportedError, match=r"numpy\.frexp"):
         di.gradient(lambda x: np.sum(np.frexp(x)[0]), TAPE, np.ones(2))
     with pytest.raises(di.NotSupportedError, match=r"numpy\.add\.reduceat"):
@@ -384,10 +384,11 @@ def test_an_unknown_function_is_named():
 
 
 def test_values_never_leave_the_tape_silently():
-    with pytest.raises(di.NotSupportedError, match="plain NumPy array"):
+    with pytest.raises(di.NotSupportedError, match=r"plain NumPy array.*np\.ndim\(x\)") as info:
         di.gradient(lambda x: np.sum(np.asarray(x)), TAPE, np.ones(2))
+    assert "test_tape.py" in str(info.value) and "np.asarray(x)" in str(info.value)
     with pytest.raises(di.NotSupportedError, match="plain NumPy array"):
-        di.gradient(lambda x: np.sum(np.array([x[0], x[1]])), TAPE, np.ones(2))
+        di.gradient(lambda x: np.sum(np.array([x[0], x[1]], dtype=float)), TAPE, np.ones(2))
 
     def store(x):
         out = np.zeros(2)
@@ -582,5 +583,5 @@ def test_scipy_special_ufuncs():
     np.testing.assert_allclose(
         di.gradient(lambda x: np.sum(sp.digamma(p + x * x)), TAPE, x)[0], 0.6 * sp.polygamma(1, 0.89)
     )
-    with pytest.raises(di.NotSupportedError, match="ufunc gamma"):
-        di.gradient(lambda x: np.sum(sp.gamma(x)), TAPE, x)
+    with pytest.raises(di.NotSupportedError, match=r"scipy\.special\.hyp2f1 .*test_tape\.py"):
+        di.gradient(lambda x: np.sum(sp.hyp2f1(1.0, 2.0, 3.0, x)), TAPE, x)

@@ -5,7 +5,9 @@ operator and index on it to the tape, which computes the value and appends a nod
 slots it reads and writes, its metadata; its local JVP and VJP rules are functions of the saved values).
 Prepared calls replay the tape with preallocated buffers and sweep it in reverse (gradient, pullback)
 or forward mode (pushforward, derivative), batching tangents along a leading axis; second order records
-the reverse sweep itself as a tape and runs forward mode over it. See docs/backends.md, "Tape".
+the reverse sweep itself as a tape and runs forward mode over it. The recording is never written after
+preparation: each thread replays it over buffers of its own, so one preparation serves many threads at
+once. See docs/backends.md, "Tape".
 """
 
 from __future__ import annotations
@@ -28,10 +30,16 @@ class AutoTape(Backend):
     """diface's own tape engine: reverse and forward mode over plain NumPy code, NumPy arrays only.
 
     `f` is written with ordinary NumPy calls (ufuncs, reductions, matmul/einsum, indexing, where,
-    concatenate, ...). Preparation records `f` once; prepared calls replay the recording without calling
-    `f` again. A branch on a traced value (`if x[0] > 0:`) is recorded as a guard: a prepared call whose
-    branch would differ raises `di.TapeMismatchError` (an unprepared call traces `f` again). An
-    operation the tape does not know raises `di.NotSupportedError` naming it.
+    concatenate, linear algebra, ...) and SciPy's special functions, distributions, logsumexp and
+    convolve. Preparation records `f` once; prepared calls replay the recording without calling `f`
+    again, from any number of threads at once. A branch on a traced value (`if x[0] > 0:`) is recorded
+    as a guard: a prepared call whose branch would differ raises `di.TapeMismatchError` (an unprepared
+    call traces `f` again). An operation the tape does not know raises `di.NotSupportedError` naming it
+    and the line of `f` that called it.
+
+    Inside `f`, `x` is a traced array, not a `numpy.ndarray` (`isinstance(x, np.ndarray)` is False):
+    use `np.ndim(x)`, `np.shape(x)`, `x.dtype` or `hasattr(x, "shape")`, and never `np.asarray(x)`,
+    which would drop the derivative (and raises).
 
     Example:
         >>> import numpy as np, diface as di

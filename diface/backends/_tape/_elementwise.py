@@ -1,4 +1,4 @@
-"""Elementwise primitives: NumPy ufuncs (and a few of scipy.special's), `where` and `clip`.
+"""Elementwise primitives: NumPy ufuncs (and scipy.special's, see `_special`), `where` and `clip`.
 
 A differentiable ufunc carries one local partial derivative per input, a function of the saved inputs
 and output (`ins`, `y`) that may write into `out`; the JVP is the sum of partial * tangent, the VJP of
@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ._prim import Prim, into, scale
+from ._prim import NO_RULE, Prim, into, scale
+from ._special import PRIVATE, SPECIAL, special
 
 __all__ = ["CLIP", "NONDIFF_UFUNCS", "UFUNC_PRIMS", "WHERE", "Ufunc", "ufunc_prim"]
 
@@ -42,13 +43,18 @@ class Ufunc(Prim):
 
     elementwise = True
 
-    def __init__(self, ufunc: np.ufunc, partials: tuple[Partial, ...] | None, nondiff: tuple = ()) -> None:
+    def __init__(self, ufunc: np.ufunc, partials: tuple[Partial, ...] | None, label: str | None = None) -> None:
         self.ufunc = ufunc
         self.name = ufunc.__name__
+        self._label = label or f"numpy.{self.name}"
         self.partials = partials
         self.differentiable = partials is not None
-        self.nondiff = frozenset(nondiff)
+        self.nondiff = frozenset(i for i, p in enumerate(partials or ()) if p is None or p is NO_RULE)
+        self.no_rule = frozenset(i for i, p in enumerate(partials or ()) if p is NO_RULE)
         self.linear = ufunc in (np.add, np.subtract, np.negative, np.positive, np.multiply)
+
+    def label(self) -> str:
+        return self._label
 
     def forward(self, *ins: Any, out: Any = None) -> Any:
         return self.ufunc(*ins, out=out)
@@ -298,8 +304,7 @@ NONDIFF_UFUNCS = (
 def _make_prims() -> dict[np.ufunc, Ufunc]:
     prims = {}
     for ufunc, partials in _DIFFERENTIABLE.items():
-        nondiff = tuple(i for i, p in enumerate(partials) if p is None)
-        prims[ufunc] = Ufunc(ufunc, partials, nondiff)
+        prims[ufunc] = Ufunc(ufunc, partials)
     for ufunc in NONDIFF_UFUNCS:
         prims[ufunc] = Ufunc(ufunc, None)
     return prims
@@ -373,72 +378,16 @@ CLIP = _Clip()
 
 
 # -- scipy.special ufuncs (recognised when scipy.special is imported; never imported here) ---------------
-_SQRT_PI = math.sqrt(math.pi)
-_SQRT_2PI = math.sqrt(2.0 * math.pi)
-
-
-def _special() -> Any:
-    return sys.modules["scipy.special"]
-
-
-def _d_logit(ins: tuple, y: Any, out: Any) -> Any:  # 1 / (a (1 - a))
-    a = ins[0]
-    return np.divide(1.0, np.multiply(a, np.subtract(1.0, a), out=out), out=out)
-
-
-def _gaussian(scale: float) -> Partial:  # scale * exp(-a^2) (erf, erfc)
-    return lambda ins, y, out: np.multiply(
-        np.exp(np.negative(np.square(ins[0], out=out), out=out), out=out), scale, out=out
-    )
-
-
-def _d_ndtr(ins: tuple, y: Any, out: Any) -> Any:
-    t = np.multiply(np.square(ins[0], out=out), -0.5, out=out)
-    return np.divide(np.exp(t, out=out), _SQRT_2PI, out=out)
-
-
-def _d_log_ndtr(ins: tuple, y: Any, out: Any) -> Any:  # pdf / cdf = exp(-a^2/2 - log_ndtr(a)) / sqrt(2 pi)
-    t = np.subtract(np.multiply(np.square(ins[0], out=out), -0.5, out=out), y, out=out)
-    return np.divide(np.exp(t, out=out), _SQRT_2PI, out=out)
-
-
-def _d_erfinv(ins: tuple, y: Any, out: Any) -> Any:  # sqrt(pi)/2 exp(y^2)
-    return np.multiply(np.exp(np.square(y, out=out), out=out), _SQRT_PI / 2.0, out=out)
-
-
-def _d_xlogy_x(ins: tuple, y: Any, out: Any) -> Any:  # log(b), 0 where a == 0 (xlogy's convention)
-    a, b = ins
-    return into(out, np.where(np.equal(a, 0), 0.0, np.log(b)))
-
-
-def _d_xlog1py_x(ins: tuple, y: Any, out: Any) -> Any:
-    a, b = ins
-    return into(out, np.where(np.equal(a, 0), 0.0, np.log1p(b)))
-
-
-_SPECIAL: dict[str, Any] = {
-    "expit": lambda: (lambda ins, y, out: np.multiply(y, np.subtract(1.0, y, out=out), out=out),),
-    "logit": lambda: (_d_logit,),
-    "erf": lambda: (_gaussian(2.0 / _SQRT_PI),),
-    "erfc": lambda: (_gaussian(-2.0 / _SQRT_PI),),
-    "erfinv": lambda: (_d_erfinv,),
-    "ndtr": lambda: (_d_ndtr,),
-    "log_ndtr": lambda: (_d_log_ndtr,),
-    "gammaln": lambda: (lambda ins, y, out: _special().digamma(ins[0], out=out),),
-    "digamma": lambda: (lambda ins, y, out: into(out, _special().polygamma(1, ins[0])),),
-    "xlogy": lambda: (_d_xlogy_x, lambda ins, y, out: np.divide(ins[0], ins[1], out=out)),
-    "xlog1py": lambda: (_d_xlog1py_x, lambda ins, y, out: np.divide(ins[0], np.add(ins[1], 1.0, out=out), out=out)),
-}
-
-
 def ufunc_prim(ufunc: np.ufunc) -> Ufunc | None:
-    """The primitive of a NumPy ufunc, or of one of the scipy.special ufuncs listed above."""
+    """The primitive of a NumPy ufunc, or of one of the scipy.special ufuncs in `_special.SPECIAL`."""
     prim = UFUNC_PRIMS.get(ufunc)
     if prim is None and "scipy.special" in sys.modules:
-        special = _special()
-        for name, partials in _SPECIAL.items():
-            if getattr(special, name, None) is ufunc:
-                prim = UFUNC_PRIMS[ufunc] = Ufunc(ufunc, partials())
-                prim.name = name
-                break
+        sp = special()
+        for table, module in ((SPECIAL, sp), (PRIVATE, getattr(sp, "_ufuncs", None))):
+            for name, partials in table.items():
+                if getattr(module, name, None) is ufunc:
+                    prim = Ufunc(ufunc, partials(), label=f"scipy.special.{name}")
+                    prim.name = name
+                    UFUNC_PRIMS[ufunc] = prim
+                    return prim
     return prim

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError
+from ._sites import user_location
 
 __all__ = ["GUARD_OUTPUT", "Node", "Slot", "Tape", "Traced"]
 
@@ -139,7 +140,17 @@ class Tape:
         value.flags.writeable = False  # recorded values are never written (rules only read them)
         if not any(slots[s].variable for s in inputs):
             return self.add_slot(value, "literal", False, False)
+        if value.dtype.kind == "c":
+            raise NotSupportedError(
+                f"AutoTape: {prim.label()} gave a complex value (at {user_location()}); AutoTape differentiates "
+                "real floating-point arrays only. Differentiate f with di.AutoJAX() or di.AutoTorch(), or keep the "
+                "computation real."
+            )
         nondiff = prim.nondiff
+        if prim.no_rule:
+            for i in prim.no_rule:
+                if slots[inputs[i]].active:
+                    raise prim.no_rule_error(i)
         active = (
             prim.differentiable
             and value.dtype.kind == "f"

@@ -18,27 +18,16 @@ import numpy as np
 
 from ..._errors import NotSupportedError, TapeMismatchError
 from ._prim import Prim
+from ._sites import user_location
 
 __all__ = ["GUARD", "TapeWarning", "observe", "user_location"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_NUMPY = os.path.dirname(os.path.abspath(np.__file__))
 _STORE_SUBSCR = dis.opmap.get("STORE_SUBSCR")
 
 
 class TapeWarning(UserWarning):
     """A recording that is correct but may not be what was meant (a number taken out of the tape)."""
-
-
-def user_location() -> str:
-    """`file:line` of the innermost frame outside the tape engine and NumPy (the user's code)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith(_HERE) or path.startswith(_NUMPY)):
-            return f"{os.path.basename(path)}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "?"
 
 
 def stored_into_numpy_array() -> bool:
@@ -57,7 +46,8 @@ def stored_into_numpy_array() -> bool:
 
 def refuse_store() -> None:
     raise NotSupportedError(
-        "AutoTape: a traced value was written into a plain NumPy array (arr[i] = value); NumPy converts it "
+        f"AutoTape: a traced value was written into a plain NumPy array at {user_location()} (arr[i] = value); "
+        "NumPy converts it "
         "to a number and its derivative would be lost. Make the array from traced values instead: "
         "np.zeros_like(x), np.zeros(n, like=x), np.stack([...]) or np.concatenate([...])."
     )

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..._errors import NotSupportedError
 from ._graph import Traced
+from ._sites import user_location
 
 __all__ = ["Arr", "Key", "build", "normalize"]
 
@@ -63,7 +64,9 @@ def normalize(key: Any, shape: tuple) -> Key:
         elif isinstance(k, slice):
             items.append(slice(_index_int(k.start), _index_int(k.stop), _index_int(k.step)))
         elif isinstance(k, (bool, np.bool_)):
-            raise NotSupportedError("AutoTape: indexing with a Python bool (x[True]) is not supported")
+            raise NotSupportedError(
+                f"AutoTape: indexing with a Python bool (x[True], at {user_location()}) is not supported"
+            )
         elif isinstance(k, (int, np.integer)):
             items.append(int(k))
         elif isinstance(k, Traced):

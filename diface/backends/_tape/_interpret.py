@@ -14,6 +14,7 @@ import numpy as np
 
 from ._graph import GUARD_OUTPUT, Tape, Traced
 from ._prim import reduce_to, shape_of
+from ._sites import recording_rule
 
 __all__ = ["jvp", "replay", "vjp"]
 
@@ -36,19 +37,26 @@ def jvp(tape: Tape, env: list, tangent: Any, order: list[int]) -> Any:
     """The output tangent for the tangent of x (None if the output does not depend on x)."""
     slots, nodes = tape.slots, tape.nodes
     tangents: dict[int, Any] = {tape.x: tangent}
-    for k in order:
-        node = nodes[k]
-        prim = node.prim
-        nondiff = prim.nondiff
-        ts = tuple(None if i in nondiff else tangents.get(s) for i, s in enumerate(node.inputs))
-        if all(t is None for t in ts):
-            continue
-        ins = tuple(env[s] for s in node.inputs)
-        t = prim.jvp(ins, env[node.output], ts, 0, **node.params)
-        shape = slots[node.output].shape
-        if shape_of(t) != shape:
-            t = np.broadcast_to(t, shape)
-        tangents[node.output] = t
+    watch = isinstance(env[tape.x], Traced)  # recording the rules (second order): name them in errors
+    try:
+        for k in order:
+            node = nodes[k]
+            prim = node.prim
+            nondiff = prim.nondiff
+            ts = tuple(None if i in nondiff else tangents.get(s) for i, s in enumerate(node.inputs))
+            if all(t is None for t in ts):
+                continue
+            ins = tuple(env[s] for s in node.inputs)
+            if watch:
+                recording_rule(prim)
+            t = prim.jvp(ins, env[node.output], ts, 0, **node.params)
+            shape = slots[node.output].shape
+            if shape_of(t) != shape:
+                t = np.broadcast_to(t, shape)
+            tangents[node.output] = t
+    finally:
+        if watch:
+            recording_rule(None)
     return tangents.get(tape.output)
 
 
@@ -56,21 +64,28 @@ def vjp(tape: Tape, env: list, cotangent: Any, order: list[int]) -> Any:
     """The cotangent of x for the output cotangent (None if the output does not depend on x)."""
     slots, nodes = tape.slots, tape.nodes
     adjoints: dict[int, Any] = {tape.output: cotangent}
-    for k in order:
-        node = nodes[k]
-        g = adjoints.get(node.output)
-        if g is None:
-            continue
-        prim = node.prim
-        nondiff = prim.nondiff
-        ins = tuple(env[s] for s in node.inputs)
-        y = env[node.output]
-        for i, s in enumerate(node.inputs):
-            if i in nondiff or not slots[s].active:
+    watch = isinstance(env[tape.x], Traced)  # recording the rules (second order): name them in errors
+    try:
+        for k in order:
+            node = nodes[k]
+            g = adjoints.get(node.output)
+            if g is None:
                 continue
-            c = prim.vjp(i, ins, y, g, 0, **node.params)
-            if prim.elementwise:
-                c = reduce_to(c, slots[s].shape)
-            previous = adjoints.get(s)
-            adjoints[s] = c if previous is None else np.add(previous, c)
+            prim = node.prim
+            nondiff = prim.nondiff
+            ins = tuple(env[s] for s in node.inputs)
+            y = env[node.output]
+            if watch:
+                recording_rule(prim)
+            for i, s in enumerate(node.inputs):
+                if i in nondiff or not slots[s].active:
+                    continue
+                c = prim.vjp(i, ins, y, g, 0, **node.params)
+                if prim.elementwise:
+                    c = reduce_to(c, slots[s].shape)
+                previous = adjoints.get(s)
+                adjoints[s] = c if previous is None else np.add(previous, c)
+    finally:
+        if watch:
+            recording_rule(None)
     return adjoints.get(tape.x)

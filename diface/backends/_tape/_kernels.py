@@ -8,6 +8,8 @@ a kernel runs its tape on them (`_interpret`), which records its sweeps as nodes
 
 from __future__ import annotations
 
+import copy
+import threading
 from typing import Any
 
 import numpy as np
@@ -16,7 +18,8 @@ from ..._errors import NotSupportedError
 from ..._problem import Problem, size_of
 from ._compile import Forward, Reverse, Tangent
 from ._graph import Traced
-from ._interpret import jvp, replay, vjp
+from ._interpret import jvp, vjp
+from ._interpret import replay as run_tape
 from ._record import Recording, record, take_recording
 
 __all__ = ["DerivativeKernel", "GradientKernel", "JacobianKernel", "PullbackKernel", "PushforwardKernel"]
@@ -59,51 +62,88 @@ def _leaf(cv: tuple, ci: int, path: tuple) -> Any:
     return v
 
 
+class Replay:
+    """One thread's prepared replay of a recording: the compiled forward replay and the sweeps, over
+    buffers of its own. The recording is shared by every thread and never written."""
+
+    __slots__ = ("checks", "fwd", "main", "rec", "sweeps")
+
+    def __init__(self, rec: Recording) -> None:
+        self.rec = rec
+        #: the call's contexts must be compared with the recording (statics, or traced leaves' shapes)
+        self.checks = bool(rec.statics or rec.tape.inputs)
+        self.fwd = Forward(rec.tape)
+        rec.tape.release_values()  # the buffers hold what replays need (idempotent: any thread may do it)
+        self.sweeps: dict = {}
+        #: what the kernel's calls run (set by the kernel's `prime`)
+        self.main: Any = None
+
+    def sweep(self, kind: str, batch: int | None) -> Any:
+        key = (kind, batch)
+        s = self.sweeps.get(key)
+        if s is None:
+            s = self.sweeps[key] = (Reverse if kind == "reverse" else Tangent)(self.rec.tape, self.fwd, batch)
+        return s
+
+    def valid_for(self, cv: tuple) -> bool:
+        rec = self.rec
+        return not self.checks or ((not rec.statics or rec.statics_match(cv)) and rec.leaves_match(cv))
+
+
 class _Kernel:
     """Records `f` at preparation; each call replays (prepared), reuses the recorded values (unprepared,
-    at the recorded point) or runs the tape on traced arrays."""
+    at the recorded point) or runs the tape on traced arrays.
+
+    Threads: the recording is immutable once made; every thread replays it over its own buffers (a
+    `Replay` built on the thread's first call, kept in a `threading.local`), so any number of threads
+    may call one kernel at once. A call whose static contexts differ from the recording records `f`
+    again into the calling thread's replay only.
+    """
 
     #: compile even for a single call (the Jacobian runs many sweeps)
     compile_single_use = False
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
+        #: the recording made at preparation (never replaced: see `_replay_for`)
         self.rec: Recording = take_recording(problem)
-        self._fwd: Forward | None = None
-        self._sweeps: dict = {}
+        self._local = threading.local()
         if not problem.single_use:
-            self.compile()
+            self._replay(self.rec)
 
-    def compile(self) -> None:
-        """Build the replay and the sweeps the calls will run (at preparation, so calls only run them)."""
-        self.forward()
+    def copy(self) -> _Kernel:
+        """An independent kernel: the same recording, its own buffers (built for this thread now)."""
+        twin = copy.copy(self)
+        twin._local = threading.local()
+        if not self.problem.single_use:
+            twin._replay(twin.rec)
+        return twin
 
-    # -- recordings --------------------------------------------------------------------------------------
-    def _rerecord(self, x: Any, cv: tuple, y: Any) -> Recording:
-        self.rec = record(self.problem.f, x, self.problem.contexts, cv, y)
-        self._fwd = None
-        self._sweeps = {}
-        return self.rec
+    # -- replays -----------------------------------------------------------------------------------------
+    def _replay(self, rec: Recording) -> Replay:
+        """A new replay of `rec` for the calling thread (compiled now), which its later calls use."""
+        replay = Replay(rec)
+        replay.main = self.prime(replay)
+        self._local.replay = replay
+        return replay
 
-    def _current(self, x: Any, cv: tuple, y: Any) -> Recording:
-        """The recording valid for these context values (recorded again if a static one changed)."""
-        rec = self.rec
-        if (rec.statics and not rec.statics_match(cv)) or not rec.leaves_match(cv):
-            rec = self._rerecord(x, cv, y)
-        return rec
+    def _replay_for(self, x: Any, cv: tuple, y: Any) -> Replay:
+        """The calling thread's replay, valid for these context values (recorded again if a static one
+        changed, or a traced leaf changed shape)."""
+        try:
+            replay = self._local.replay
+        except AttributeError:
+            replay = self._replay(self.rec)
+        if replay.checks and not replay.valid_for(cv):
+            rec = self.rec
+            if not ((not rec.statics or rec.statics_match(cv)) and rec.leaves_match(cv)):
+                rec = record(self.problem.f, x, self.problem.contexts, cv, y)
+            replay = self._replay(rec)
+        return replay
 
-    def forward(self) -> Forward:
-        if self._fwd is None:
-            self._fwd = Forward(self.rec.tape)
-            self.rec.tape.release_values()  # the buffers hold what replays need
-        return self._fwd
-
-    def sweep(self, kind: str, batch: int | None) -> Any:
-        key = (kind, batch)
-        s = self._sweeps.get(key)
-        if s is None:
-            s = self._sweeps[key] = (Reverse if kind == "reverse" else Tangent)(self.rec.tape, self.forward(), batch)
-        return s
+    def prime(self, replay: Replay) -> Any:
+        """Build the sweeps the calls will run (so that calls only run them); returns `replay.main`."""
+        return None
 
     # -- calls -------------------------------------------------------------------------------------------
     def __call__(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
@@ -111,10 +151,8 @@ class _Kernel:
             return self._on_traced(x, extra, cv, y, full)
         if self.problem.single_use and self.compile_single_use is False:
             return self._unprepared(x, extra, cv, y, full)
-        self._current(x, cv, y)
-        if self._fwd is None:
-            self.compile()
-        fwd = self._fwd
+        replay = self._replay_for(x, cv, y)
+        fwd = replay.fwd
         fwd.run(x, cv, y)
         value = None
         if y is not None:
@@ -122,12 +160,12 @@ class _Kernel:
             value = y
         elif full:
             value = _fresh(fwd.output)
-        return value, self.replayed(fwd, x, extra)
+        return value, self.replayed(replay, extra)
 
     def _unprepared(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
         rec = self.rec
         if not self._at_recorded_point(rec, x, cv):
-            rec = self._rerecord(x, cv, y)
+            rec = record(self.problem.f, x, self.problem.contexts, cv, y)
         tape = rec.tape
         env = tape.values
         output = _fresh(env[tape.output])
@@ -139,7 +177,7 @@ class _Kernel:
     @staticmethod
     def _at_recorded_point(rec: Recording, x: Any, cv: tuple) -> bool:
         tape = rec.tape
-        if not np.array_equal(tape.values[tape.x], x):
+        if tape.values[tape.x] is None or not np.array_equal(tape.values[tape.x], x):
             return False
         if rec.statics and not rec.statics_match(cv):
             return False
@@ -158,17 +196,17 @@ class _Kernel:
             raise NotSupportedError("AutoTape cannot differentiate an in-place function f(y, x) inside a traced f")
         rec = self.rec
         if rec.statics and not rec.statics_match(cv):
-            rec = self._rerecord(_concrete(x), _concrete(cv), y)
+            rec = record(self.problem.f, _concrete(x), self.problem.contexts, _concrete(cv), y)
         tape = rec.tape
         env = list(tape.values)
         env[tape.x] = x
         for s, _kind, ci, path in tape.inputs:
             env[s] = _leaf(cv, ci, path)
-        replay(tape, env, tape.live_nodes())
+        run_tape(tape, env, tape.live_nodes())
         return (env[tape.output] if full else None), self.interpreted(tape, env, extra)
 
     # -- per operator ------------------------------------------------------------------------------------
-    def replayed(self, fwd: Forward, x: Any, extra: Any) -> Any:
+    def replayed(self, replay: Replay, extra: Any) -> Any:
         raise NotImplementedError
 
     def interpreted(self, tape: Any, env: list, extra: Any) -> Any:
@@ -176,7 +214,11 @@ class _Kernel:
 
 
 def _zeros_or(r: Any, shape: tuple, dtype: Any) -> Any:
-    return np.zeros(shape, dtype) if r is None else r
+    """A result of an interpreted sweep as a fresh array (it may be a view of the caller's tangent or of a
+    recorded value), zeros where nothing flowed; traced results (second order) as they are."""
+    if r is None:
+        return np.zeros(shape, dtype)
+    return r if isinstance(r, Traced) else np.array(r, copy=True)
 
 
 def _batch(n: int) -> int | None:
@@ -187,11 +229,13 @@ def _batch(n: int) -> int | None:
 class GradientKernel(_Kernel):
     """Reverse mode, seed 1 (a scalar output)."""
 
-    def compile(self) -> None:
-        self.sweep("reverse", None).seed[...] = 1
+    def prime(self, replay: Replay) -> Any:
+        sweep = replay.sweep("reverse", None)
+        sweep.seed[...] = 1
+        return sweep
 
-    def replayed(self, fwd: Forward, x: Any, extra: Any) -> Any:
-        return np.array(self._sweeps["reverse", None].run(), copy=True)
+    def replayed(self, replay: Replay, extra: Any) -> Any:
+        return np.array(replay.main.run(), copy=True)
 
     def interpreted(self, tape: Any, env: list, extra: Any) -> Any:
         out = tape.slots[tape.output]
@@ -210,17 +254,18 @@ class _BatchedKernel(_Kernel):
         self.n = n
         super().__init__(problem)
 
-    def compile(self) -> None:
-        self.sweep(self.kind, _batch(self.n))
+    def prime(self, replay: Replay) -> Any:
+        return replay.sweep(self.kind, _batch(self.n))
 
-    def replayed(self, fwd: Forward, x: Any, tangents: tuple) -> Any:
+    def replayed(self, replay: Replay, tangents: tuple) -> Any:
         n = len(tangents)
-        sweep = self.sweep(self.kind, _batch(n))
+        sweep = replay.main if n == self.n else replay.sweep(self.kind, _batch(n))
         if n == 1:
             np.copyto(sweep.seed, tangents[0])
             return (np.array(sweep.run(), copy=True),)
+        seed = sweep.seed
         for k, t in enumerate(tangents):
-            np.copyto(sweep.seed[k, ...], t)
+            np.copyto(seed[k, ...], t)
         r = sweep.run()
         return tuple(np.array(r[k, ...], copy=True) for k in range(n))
 
@@ -250,11 +295,13 @@ class PushforwardKernel(_BatchedKernel):
 class DerivativeKernel(_Kernel):
     """Forward mode, seed 1 (a scalar input)."""
 
-    def compile(self) -> None:
-        self.sweep("forward", None).seed[...] = 1
+    def prime(self, replay: Replay) -> Any:
+        sweep = replay.sweep("forward", None)
+        sweep.seed[...] = 1
+        return sweep
 
-    def replayed(self, fwd: Forward, x: Any, extra: Any) -> Any:
-        return np.array(self._sweeps["forward", None].run(), copy=True)
+    def replayed(self, replay: Replay, extra: Any) -> Any:
+        return np.array(replay.main.run(), copy=True)
 
     def interpreted(self, tape: Any, env: list, extra: Any) -> Any:
         x, y = tape.slots[tape.x], tape.slots[tape.output]
@@ -263,50 +310,55 @@ class DerivativeKernel(_Kernel):
 
 class JacobianKernel(_Kernel):
     """The Jacobian by batched sweeps over the basis: forward (columns) when x has no more elements than
-    y, reverse (rows) otherwise, `batch` basis vectors per sweep."""
+    y, reverse (rows) otherwise, `batch` basis vectors per sweep. An empty x or y gives an empty (or
+    zero) Jacobian without a sweep."""
 
     compile_single_use = True
 
     def __init__(self, problem: Problem, batch: int) -> None:
         self.batch = batch
         x_shape, (y_shape, y_dtype) = problem.x_shape, problem.y_spec
-        self.n, self.m = size_of(x_shape), size_of(y_shape)
-        self.mode = "forward" if self.n <= self.m else "reverse"
+        self.mode = "forward" if size_of(x_shape) <= size_of(y_shape) else "reverse"
         self.dtype = np.result_type(problem.x_dtype, y_dtype)
         super().__init__(problem)
 
-    def compile(self) -> None:
-        for lo, hi in self._chunks():
-            self.sweep(self.mode, _batch(hi - lo))
-
-    def _chunks(self) -> list[tuple[int, int]]:
-        size = self.n if self.mode == "forward" else self.m
+    def prime(self, replay: Replay) -> Any:
+        """(x shape, y shape, chunks): the sizes come from the replay's recording, each chunk is
+        (lo, hi, sweep, its seed as a matrix, where its ones go)."""
+        tape = replay.rec.tape
+        x_shape, y_shape = tape.slots[tape.x].shape, tape.slots[tape.output].shape
+        size = size_of(x_shape if self.mode == "forward" else y_shape)
         step = max(1, min(self.batch, size))
-        return [(lo, min(lo + step, size)) for lo in range(0, size, step)]
+        chunks = []
+        for lo in range(0, size, step):
+            hi = min(lo + step, size)
+            sweep = replay.sweep(self.mode, _batch(hi - lo))
+            k = hi - lo
+            seed = sweep.seed.reshape(k, -1)  # a view: the seed buffer is contiguous
+            assert np.shares_memory(seed, sweep.seed)
+            chunks.append((lo, hi, sweep, seed, (np.arange(k), np.arange(lo, hi))))
+        return x_shape, y_shape, chunks
 
-    def replayed(self, fwd: Forward, x: Any, extra: Any) -> Any:
-        tape = self.rec.tape
-        n, m = self.n, self.m
+    def replayed(self, replay: Replay, extra: Any) -> Any:
+        x_shape, y_shape, chunks = replay.main
+        n, m = size_of(x_shape), size_of(y_shape)
         jac = np.zeros((m, n), self.dtype)
         forward = self.mode == "forward"
-        for lo, hi in self._chunks():
-            k = hi - lo
-            sweep = self._sweeps[self.mode, _batch(k)]
-            seed = sweep.seed.reshape(k, -1)
+        for lo, hi, sweep, seed, ones in chunks:
             seed[...] = 0
-            seed[np.arange(k), np.arange(lo, hi)] = 1
-            r = np.reshape(sweep.run(), (k, -1))
+            seed[ones] = 1
+            r = np.reshape(sweep.run(), (hi - lo, -1))
             if forward:
                 jac[:, lo:hi] = r.T
             else:
                 jac[lo:hi, :] = r
-        return jac.reshape(tape.slots[tape.output].shape + tape.slots[tape.x].shape)
+        return jac.reshape(y_shape + x_shape)
 
     def interpreted(self, tape: Any, env: list, extra: Any) -> Any:
         x, y = tape.slots[tape.x], tape.slots[tape.output]
         forward = self.mode == "forward"
-        size = self.n if forward else self.m
         shape = x.shape if forward else y.shape
+        size = size_of(shape)
         order = tape.forward_nodes() if forward else tape.reverse_nodes()
         parts = []
         for i in range(size):

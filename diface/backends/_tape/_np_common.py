@@ -9,14 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import NotSupportedError
 from ._graph import Traced
 from ._guards import refuse_store
+from ._messages import ALTERNATIVES, function_name, rule_limit, unsupported
 from ._prim import shape_of
 from ._structure import RESHAPE, TRANSPOSE
 from ._tracer import TapeArray, operand
 
 __all__ = [
+    "ALTERNATIVES",
     "FUNCTIONS",
     "NO",
     "axes_of",
@@ -29,28 +30,13 @@ __all__ = [
     "ndim_of",
     "refuse_kwargs",
     "reshape_of",
+    "rule_limit",
     "transpose_of",
     "unsupported",
     "write_out",
 ]
 
 FUNCTIONS: dict[Callable, Callable] = {}
-
-
-def unsupported(name: str, why: str = "") -> NotSupportedError:
-    return NotSupportedError(
-        f"AutoTape does not know how to differentiate {name}{why} (called with a traced array). Write it "
-        "with the NumPy operations the tape records (see the Tape section of docs/backends.md), or "
-        "differentiate this function with another backend (AutoFiniteDiff(), AutoAutograd(), AutoJAX())."
-    )
-
-
-def function_name(func: Any) -> str:
-    """`numpy.linalg.svd`, `numpy.frexp`, or the ufunc's name where it is not NumPy's."""
-    name = getattr(func, "__name__", repr(func))
-    if isinstance(func, np.ufunc):
-        return f"numpy.{name}" if getattr(np, name, None) is func else f"the ufunc {name} (not NumPy's own)"
-    return f"{getattr(func, '__module__', None) or 'numpy'}.{name}"
 
 
 def implements(*funcs: Any) -> Callable:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ._contract import MATMUL
-from ._elementwise import WHERE
+from ._elementwise import WHERE, Ufunc
 from ._np_common import (
     NO,
     axes_of,
@@ -23,7 +23,7 @@ from ._np_common import (
     unsupported,
     write_out,
 )
-from ._prim import shape_of
+from ._prim import into, shape_of
 from ._reduce import AMAX, AMIN, CUMSUM, PROD, SUM
 from ._tracer import operand
 
@@ -103,7 +103,19 @@ def _std(
     correction: Any = NO,
 ) -> Any:
     refuse_kwargs("numpy.std", where=where, mean=mean, correction=correction)
-    return write_out(np.sqrt(_var(a, axis, dtype, None, ddof, keepdims)), out)
+    return write_out(STD_ROOT(_var(a, axis, dtype, None, ddof, keepdims)), out)
+
+
+def _d_std_root(ins: tuple, y: Any, out: Any) -> Any:
+    """d sqrt(v) / dv = 1 / (2 sqrt(v)), and 0 where v = 0: std's derivative at a point of zero variance
+    (one element, or all equal) is 0, as PyTorch gives (autograd and JAX give NaN for several equal
+    elements; autograd, PyTorch and finite differences give 0 for one element)."""
+    positive = np.greater(y, 0.0)
+    return into(out, WHERE(positive, np.divide(0.5, WHERE(positive, y, 1.0)), 0.0))
+
+
+#: the square root that ends np.std: its derivative is 0 where the variance is 0
+STD_ROOT = Ufunc(np.sqrt, (_d_std_root,))
 
 
 @implements(np.average)
@@ -176,17 +188,62 @@ def _nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepd
 
 @implements(np.linalg.norm)
 def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    """NumPy's vector and matrix norms (NumPy's cases and order of checks)."""
     x = floating(operand(x))
-    if axis is None and ord is None:
-        flat = reshape_of(x, (-1,))
-        r = np.sqrt(MATMUL(flat, flat))
-        return np.reshape(r, (1,) * x.ndim) if keepdims else r
-    axes = axes_of(axis, x.ndim)
-    if len(axes) == 1 or (ord in (None, "fro") and len(axes) == 2):
-        if ord in (None, 2, "fro") and (ord != 2 or len(axes) == 1):
-            return np.sqrt(np.sum(np.multiply(x, x), axis=axes, keepdims=keepdims))
-        if len(axes) == 1 and ord == 1:
-            return np.sum(np.absolute(x), axis=axes, keepdims=keepdims)
-        if len(axes) == 1 and ord == np.inf:
-            return np.max(np.absolute(x), axis=axes, keepdims=keepdims)
-    raise unsupported("numpy.linalg.norm", f" with ord={ord!r}")
+    nd = x.ndim
+    if axis is None:
+        if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
+            flat = reshape_of(x, (-1,))
+            r = np.sqrt(MATMUL(flat, flat))
+            return np.reshape(r, (1,) * nd) if keepdims else r
+        axis = tuple(range(nd))
+    axes = axes_of(axis, nd)
+    if len(axes) == 1:
+        r = _vector_norm(x, ord, axes)
+    elif len(axes) == 2:
+        r = _matrix_norm(x, ord, axes)
+    else:
+        raise ValueError("Improper number of dimensions to norm.")
+    if keepdims:
+        r = np.reshape(r, tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
+    return r
+
+
+def _vector_norm(x: Any, ord: Any, axes: tuple) -> Any:
+    if ord is None or ord == 2:
+        return np.sqrt(np.sum(np.multiply(x, x), axis=axes))
+    if isinstance(ord, str):
+        raise ValueError(f"Invalid norm order '{ord}' for vectors")
+    a = np.absolute(x)
+    if ord == np.inf:
+        return np.max(a, axis=axes)
+    if ord == -np.inf:
+        return np.min(a, axis=axes)
+    if ord == 0:
+        return np.sum(np.not_equal(x, 0), axis=axes).astype(x.dtype)
+    if ord == 1:
+        return np.sum(a, axis=axes)
+    return np.power(np.sum(np.power(a, float(ord)), axis=axes), 1.0 / float(ord))
+
+
+def _matrix_norm(x: Any, ord: Any, axes: tuple) -> Any:
+    row, col = axes
+    if row == col:
+        raise ValueError("Duplicate axes given.")
+    if ord in (None, "fro", "f"):
+        return np.sqrt(np.sum(np.multiply(x, x), axis=axes))
+    if ord in (2, -2, "nuc"):
+        values = np.linalg.svd(np.moveaxis(x, (row, col), (-2, -1)), compute_uv=False)
+        if ord == "nuc":
+            return np.sum(values, axis=-1)
+        return (np.max if ord == 2 else np.min)(values, axis=-1)
+    a = np.absolute(x)
+    if ord in (1, -1):
+        inner, outer = row, col
+    elif ord in (np.inf, -np.inf):
+        inner, outer = col, row
+    else:
+        raise ValueError("Invalid norm order for matrices.")
+    if outer > inner:
+        outer -= 1
+    return (np.max if ord in (1, np.inf) else np.min)(np.sum(a, axis=inner), axis=outer)

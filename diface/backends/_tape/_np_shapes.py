@@ -1,5 +1,5 @@
 """What the tape records for NumPy's shape, arrangement and selection functions (reshape, transpose,
-concatenate, stack, take, where, clip, copyto, ...) and for the creation functions (`*_like`, `like=`)."""
+concatenate, stack, take, where, clip, copyto, ...)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from ._elementwise import CLIP, WHERE
 from ._graph import Traced
 from ._guards import refuse_store
 from ._np_common import (
-    FUNCTIONS,
     NO,
     axes_of,
     axis_of,
@@ -30,9 +29,9 @@ from ._np_common import (
 from ._prim import shape_of
 from ._reduce import NonDiff
 from ._structure import BROADCAST_TO, CONCATENATE
-from ._tracer import TapeArray, guard_masks, holds_traced, operand
+from ._tracer import TapeArray, guard_masks, operand
 
-__all__ = ["CREATION", "nonzero", "take_along_axis"]
+__all__ = ["nonzero", "take_along_axis"]
 
 
 @implements(np.shape)
@@ -43,6 +42,16 @@ def _shape(a: Any) -> tuple:
 @implements(np.ndim)
 def _ndim_handler(a: Any) -> int:
     return ndim_of(operand(a))
+
+
+@implements(np.result_type)
+def _result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    return np.result_type(*(a.dtype if isinstance(a, TapeArray) else a for a in arrays_and_dtypes))
+
+
+@implements(np.can_cast)
+def _can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
+    return np.can_cast(from_.dtype if isinstance(from_, TapeArray) else from_, to, casting)
 
 
 @implements(np.size)
@@ -442,59 +451,6 @@ def _imag(val: Any) -> Any:
 
 implements(np.iscomplexobj)(lambda x: False)
 implements(np.isrealobj)(lambda x: True)
-
-
-# -- creation ---------------------------------------------------------------------------------------------
-def _like(func: Any) -> Callable:
-    def handler(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, **kw: Any) -> Any:
-        a = operand(a)
-        value = func(np.empty(shape_of(a), dtype=dtype_of(a)), dtype=dtype, shape=shape)
-        return literal_like(a, np.zeros_like(value) if func is np.empty_like else value)
-
-    return handler
-
-
-implements(np.zeros_like)(_like(np.zeros_like))
-implements(np.ones_like)(_like(np.ones_like))
-implements(np.empty_like)(_like(np.empty_like))
-
-
-@implements(np.full_like)
-def _full_like(
-    a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, **kw: Any
-) -> Any:
-    a = operand(a)
-    dtype = np.dtype(dtype) if dtype is not None else dtype_of(a)
-    shape = shape_of(a) if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
-    fill = operand(fill_value)
-    if isinstance(fill, TapeArray):
-        return BROADCAST_TO(fill, shape=shape).astype(dtype)
-    return literal_like(a, np.full(shape, fill, dtype=dtype))
-
-
-def _create(func: Any, like: TapeArray, *args: Any, **kwargs: Any) -> Any:
-    if func in (np.array, np.asarray, np.asanyarray) and args and holds_traced(args[0]):
-        r = operand(args[0])
-        dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
-        return r.astype(dtype) if dtype is not None else r
-    return literal_like(like, np.asarray(func(*args, **kwargs)))
-
-
-CREATION = {_create}
-for _f in (
-    np.zeros,
-    np.ones,
-    np.empty,
-    np.full,
-    np.array,
-    np.asarray,
-    np.asanyarray,
-    np.arange,
-    np.eye,
-    np.identity,
-    np.linspace,
-):
-    FUNCTIONS[_f] = _create
 
 
 # -- positions (no derivative; a traced condition guards its count) ---------------------------------------

@@ -13,13 +13,23 @@ from typing import Any
 
 import numpy as np
 
-from . import _np_linalg, _np_reductions  # noqa: F401 - they register their handlers
+from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
+    _np_arrange,
+    _np_calculus,
+    _np_contract,
+    _np_linalg,
+    _np_nondiff,
+    _np_reductions,
+    _np_values,
+    _scipy,
+    _scipy_stats,
+)
 from ._contract import MATMUL
 from ._elementwise import ufunc_prim
 from ._graph import Traced
 from ._guards import refuse_store
 from ._np_common import FUNCTIONS, function_name, unsupported, write_out
-from ._np_shapes import CREATION
+from ._np_creation import CREATION
 from ._prim import shape_of
 from ._tracer import TapeArray, guard_masks, operand
 

@@ -22,9 +22,25 @@ from typing import Any
 
 import numpy as np
 
+from ..._errors import NotSupportedError
 from ._graph import Traced
+from ._sites import user_location
 
-__all__ = ["InputsFrom", "Prim", "dtype_of", "expand_to", "into", "reduce_to", "scale", "shape_of", "SUM_TO"]
+__all__ = [
+    "NO_RULE",
+    "InputsFrom",
+    "Prim",
+    "dtype_of",
+    "expand_to",
+    "into",
+    "reduce_to",
+    "scale",
+    "shape_of",
+    "SUM_TO",
+]
+
+#: in a table of partial derivatives: an input the tape has no derivative for (see `Prim.no_rule`)
+NO_RULE = "no rule"
 
 
 class InputsFrom:
@@ -46,6 +62,9 @@ class Prim:
     name = "?"
     #: input positions that are never differentiated (conditions, index arrays)
     nondiff: frozenset | InputsFrom = frozenset()
+    #: input positions (among `nondiff`) whose derivative the tape does not know, although there is one
+    #: (the order of a Bessel function): recording with an active value there raises
+    no_rule: frozenset = frozenset()
     #: False: the output never carries derivatives (comparisons, argmax, floor, ...)
     differentiable = True
     #: inputs broadcast against each other to the output shape
@@ -66,6 +85,17 @@ class Prim:
 
     def __repr__(self) -> str:
         return f"<tape op {self.name}>"
+
+    def label(self) -> str:
+        """The operation as the user wrote it (`numpy.sin`, `scipy.special.jv`), for messages."""
+        return self.name
+
+    def no_rule_error(self, i: int) -> Exception:
+        return NotSupportedError(
+            f"AutoTape does not know the derivative of {self.label()} with respect to its argument {i + 1} "
+            f"(called with a traced value there at {user_location()}); pass a constant there, or differentiate "
+            "f with another backend (di.AutoFiniteDiff(), or di.AutoJAX() where JAX has the derivative)."
+        )
 
     def apply(self, *args: Any, out: Any = None, **params: Any) -> Any:
         """This operation inside a rule: into `out` on buffers, recorded on traced arrays."""
@@ -176,7 +206,11 @@ def reduce_to(a: Any, target: tuple, b: int = 0, out: Any = None) -> Any:
         return into(out, a)
     axes, kept = reduce_axes(shape, target, b)
     if out is not None:
-        np.sum(a, axis=axes, keepdims=True, out=out.reshape(kept))
+        view = out.reshape(kept)
+        if view.base is out or view.base is out.base:  # a view of out (always, for the engine's buffers)
+            np.sum(a, axis=axes, keepdims=True, out=view)
+        else:  # never write through a reshape that copied
+            np.copyto(out, np.reshape(np.sum(a, axis=axes, keepdims=True), shape_of(out)))
         return out
     if isinstance(a, Traced) and b == 0:
         return SUM_TO(a, shape=target)

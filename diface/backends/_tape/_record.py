@@ -16,7 +16,10 @@ import numpy as np
 
 from ..._contexts import Cache
 from ..._errors import NotSupportedError
+from ..._problem import check_output
+from . import _numpy  # noqa: F401 - NumPy's protocols and the hooks' rules, registered before any recording
 from ._graph import Tape
+from ._hooks import install as install_hooks
 from ._tracer import TapeArray, operand, slot_of
 
 __all__ = ["Recording", "record"]
@@ -78,6 +81,7 @@ def same_value(a: Any, b: Any) -> bool:
 
 def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any) -> Recording:
     """Trace `f` at `x` with context values `cv` (and the output buffer `y` of an in-place f)."""
+    install_hooks()
     tape = Tape()
     xv = np.array(x, copy=True)
     tape.x = tape.add_slot(xv, "x", True, True)
@@ -98,7 +102,7 @@ def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any) -> Recording:
                 raise NotSupportedError("an in-place function f(y, x) must write into y and return None")
             tape.output = yt._read()
         else:
-            result = f(xt, *args)
+            result = check_output(f(xt, *args))  # None, a list, a str, ...: an ArgumentError saying so
             tape.output = slot_of(tape, operand(result))
     finally:
         tape.closed = True

@@ -10,6 +10,7 @@ writing into the view writes into the base. Converting a traced array to a plain
 
 from __future__ import annotations
 
+import builtins
 import operator
 from typing import Any
 
@@ -18,8 +19,9 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ._graph import Tape, Traced
 from ._guards import GUARD, refuse_store, stored_into_numpy_array, user_location, warn_value_taken
+from ._objects import Element, converted, holds_traced, lift, lifts, refuse_cast, refuse_in_library
 
-__all__ = ["TapeArray", "slot_of"]
+__all__ = ["TapeArray", "holds_traced", "operand", "slot_of"]
 
 
 class TapeArray(Traced):
@@ -98,13 +100,14 @@ class TapeArray(Traced):
         k = normalize(key, shape)
         if any(isinstance(a, Traced) and a.dtype != np.bool_ for a in k.arrays):
             raise NotSupportedError(
-                "AutoTape: assigning through traced integer index arrays (a[idx] = v with idx computed from "
-                "x or a Constant) is not supported; build the result with np.where or np.concatenate"
+                f"AutoTape: assigning through traced integer index arrays (a[idx] = v with idx computed from "
+                f"x or a Constant, at {user_location()}) is not supported; build the result with np.where or "
+                "np.concatenate"
             )
         if not k.unique:
             raise NotSupportedError(
-                "AutoTape: an assignment a[idx] = v whose index arrays select an element twice is not "
-                "supported (NumPy keeps the last write); make the indices distinct"
+                f"AutoTape: an assignment a[idx] = v whose index arrays select an element twice (at "
+                f"{user_location()}) is not supported (NumPy keeps the last write); make the indices distinct"
             )
         guard_masks(k.traced_masks)
         value = operand(value)
@@ -144,6 +147,15 @@ class TapeArray(Traced):
     @property
     def nbytes(self) -> int:
         return self.size * self.itemsize
+
+    @property
+    def strides(self) -> tuple:
+        """The strides of a C-contiguous array of this shape (what `as_strided` reads them against)."""
+        strides, step = [], self.itemsize
+        for n in reversed(self.shape):
+            strides.append(step)
+            step *= max(n, 1)
+        return tuple(reversed(strides))
 
     @property
     def T(self) -> TapeArray:
@@ -187,12 +199,9 @@ class TapeArray(Traced):
         return array_function(func, args, kwargs, self)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise NotSupportedError(
-            "AutoTape: a traced array cannot become a plain NumPy array (np.asarray, np.array, writing it "
-            "into a NumPy array, a library that converts its input): its derivative would be lost. Use "
-            "NumPy operations on it (np.stack([...]) instead of np.array([...]); np.zeros_like(x) for "
-            "buffers), or differentiate with AutoFiniteDiff()."
-        )
+        """NumPy asks for a plain array: an object array of this value's entries when NumPy is building an
+        array from a list holding it (see `_objects`), else an error naming the call."""
+        return converted(self, dtype)
 
     # -- conversions to Python: guards ----------------------------------------------------------------
     def _take(self, kind: str, what: str) -> Any:
@@ -218,6 +227,8 @@ class TapeArray(Traced):
     def __float__(self) -> float:
         if stored_into_numpy_array():
             refuse_store()
+        refuse_in_library(self)  # NumPy or SciPy making a number of it (np.float64(t) inside np.mean, ...)
+        refuse_cast(self)  # the user's code making a number of it other than by float()
         return self._take("float", "float() of a traced value")
 
     def __int__(self) -> int:
@@ -233,6 +244,7 @@ class TapeArray(Traced):
         return self._take("int", "a traced integer used as a Python index")
 
     def __complex__(self) -> complex:
+        refuse_in_library(self)
         return complex(self._take("float", "complex() of a traced value"))
 
     def item(self, *args: Any) -> Any:
@@ -247,6 +259,14 @@ class TapeArray(Traced):
         if self.ndim == 0:
             return self.item()
         return [a.tolist() for a in self]
+
+    def __getattr__(self, name: str) -> Any:
+        """NumPy's object loops call a method named after the ufunc (`np.sin` on an object array holding
+        traced values calls `.sin()` on each): the ufunc itself."""
+        ufunc = getattr(np, name, None)
+        if isinstance(ufunc, np.ufunc) and not name.startswith("_"):
+            return lambda *args: ufunc(self, *args)
+        raise AttributeError(f"'TapeArray' object has no attribute {name!r}")
 
     # -- containers -------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -443,6 +463,17 @@ class TapeArray(Traced):
             return self.copy() if copy else self
         return ASTYPE(self, dtype=dtype)
 
+    def view(self, dtype: Any = None, type: Any = None) -> TapeArray:
+        """A view of the same values (`a.view(np.ndarray)`); reinterpreting the bytes is refused."""
+        if isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
+            dtype = None  # a.view(np.ndarray): the same values
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            raise NotSupportedError(
+                f"AutoTape does not know how to differentiate numpy.ndarray.view with another dtype (a "
+                f"reinterpretation of the bytes, at {user_location()})"
+            )
+        return np.reshape(self, self.shape)  # a view of self (writes go through), as NumPy's
+
     def fill(self, value: Any) -> None:
         self._assign(Ellipsis, value)
 
@@ -547,25 +578,27 @@ def slot_of(tape: Tape, a: Any) -> int:
     return a._read() if isinstance(a, Traced) else tape.literal(a)
 
 
-def holds_traced(a: Any) -> bool:
-    """Whether `a` is a traced array or a (nested) sequence holding one."""
-    return isinstance(a, Traced) or (isinstance(a, (list, tuple)) and _holds_traced(a))
-
-
 def operand(a: Any) -> Any:
-    """An argument as the tape takes it: traced arrays as they are, numbers as numbers, sequences
-    holding traced arrays stacked, anything else as a NumPy array."""
+    """An argument as the tape takes it: traced arrays as they are, numbers as numbers, sequences and
+    object arrays holding traced values stacked, anything else as a NumPy array."""
     if isinstance(a, Traced) or (isinstance(a, (int, float, bool)) and not isinstance(a, np.generic)):
+        return a
+    if isinstance(a, np.ndarray):
+        if a.dtype.kind == "O":
+            if lifts(a):
+                return lift(a)
+            numbers = np.array(a.tolist())  # an object array of numbers (from NumPy's object loops)
+            return numbers if numbers.dtype.kind in "biuf" else a
         return a
     if isinstance(a, (list, tuple)) and _holds_traced(a):
         return np.stack([operand(v) for v in a])
-    if isinstance(a, np.ndarray):
-        return a
+    if isinstance(a, Element):
+        return a.traced()
     return np.asarray(a)
 
 
 def _holds_traced(seq: Any) -> bool:
-    return any(isinstance(v, Traced) or (isinstance(v, (list, tuple)) and _holds_traced(v)) for v in seq)
+    return any(holds_traced(v) for v in seq)
 
 
 def guard_masks(masks: Any) -> None:

@@ -1,0 +1,94 @@
+"""What the tape records for NumPy's elementwise functions written in Python (not ufuncs): sinc, angle,
+nan_to_num, select, real_if_close, iscomplex, isreal, i0 (on real arrays)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._elementwise import WHERE, Ufunc
+from ._np_common import implements
+from ._prim import into
+from ._tracer import operand
+
+__all__: list[str] = []
+
+
+def _sinc_value(a: Any, out: Any = None) -> Any:
+    return into(out, np.sinc(a))
+
+
+def _d_sinc(ins: tuple, y: Any, out: Any) -> Any:
+    """(cos(pi a) - sinc(a)) / a, 0 at a = 0."""
+    a = ins[0]
+    zero = np.equal(a, 0.0)
+    safe = WHERE(zero, 1.0, a)
+    r = np.divide(np.subtract(np.cos(np.multiply(safe, math.pi)), y), safe)
+    return into(out, WHERE(zero, 0.0, r))
+
+
+class _Sinc(Ufunc):
+    """np.sinc (a Python function in NumPy) as an elementwise primitive."""
+
+    def forward(self, *ins: Any, out: Any = None) -> Any:
+        return _sinc_value(ins[0], out)
+
+    def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
+        return lambda: _sinc_value(ins[0], out)
+
+
+SINC = _Sinc(np.sin, (_d_sinc,), label="numpy.sinc")
+SINC.name = "sinc"
+
+
+@implements(np.sinc)
+def _sinc(x: Any) -> Any:
+    return SINC(operand(x))
+
+
+@implements(np.angle)
+def _angle(z: Any, deg: bool = False) -> Any:
+    z = operand(z)
+    r = np.arctan2(np.zeros_like(z), z)  # real input: 0 or pi, derivative 0
+    return np.multiply(r, 180.0 / math.pi) if deg else r
+
+
+@implements(np.nan_to_num)
+def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
+    x = operand(x)
+    info = np.finfo(x.dtype) if np.issubdtype(x.dtype, np.floating) else None
+    if info is None:
+        return x[...]
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    r = WHERE(np.isnan(x), nan, x)
+    r = WHERE(np.logical_and(np.isinf(x), np.greater(x, 0)), hi, r)
+    r = WHERE(np.logical_and(np.isinf(x), np.less(x, 0)), lo, r)
+    return r.astype(x.dtype)
+
+
+@implements(np.select)
+def _select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    r = operand(default)
+    for cond, choice in reversed(list(zip(condlist, choicelist))):
+        r = WHERE(operand(cond), operand(choice), r)
+    return r
+
+
+@implements(np.real_if_close)
+def _real_if_close(a: Any, tol: float = 100) -> Any:
+    return operand(a)[...]
+
+
+@implements(np.iscomplex)
+def _iscomplex(x: Any) -> Any:
+    return np.zeros(np.shape(operand(x)), dtype=bool)
+
+
+@implements(np.isreal)
+def _isreal(x: Any) -> Any:
+    return np.ones(np.shape(operand(x)), dtype=bool)

@@ -1,0 +1,222 @@
+"""Where an operation happens: the user's line (the first frame outside NumPy, SciPy, autograd's wrappers
+and diface), the NumPy or SciPy function the user called there, and the derivative rule the tape is
+recording at the moment (second order records the rules of the first derivative). The messages of the
+tape's errors and guards are built from these."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import linecache
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+__all__ = ["Site", "call_site", "function_of", "in_rule", "recording_rule", "user_location"]
+
+#: packages whose frames are not the user's code (diface's test kit is: its scenarios are user functions)
+_LIBRARIES = ("numpy", "scipy", "autograd", "diface")
+#: libraries whose functions a user calls by name (autograd's frames are wrappers around NumPy's)
+_NAMED = ("numpy", "scipy")
+
+
+def _package_dir(name: str) -> str | None:
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.abspath(path)) + os.sep if path else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _library(path: str) -> str | None:
+    """The library a source file belongs to (None: the user's code)."""
+    path = os.path.abspath(path)
+    for name in _LIBRARIES:
+        d = _package_dir(name)
+        if d and path.startswith(d):
+            if name == "diface" and path.startswith(os.path.join(d, "testing") + os.sep):
+                return None
+            return name
+    return None
+
+
+def user_frame(frame: FrameType | None = None) -> FrameType | None:
+    """The innermost frame of the user's code, from `frame` (default: the caller) outwards."""
+    frame = frame or sys._getframe(1)
+    while frame is not None and _library(frame.f_code.co_filename) is not None:
+        frame = frame.f_back
+    return frame
+
+
+def user_location(frame: FrameType | None = None) -> str:
+    """`file:line` of the innermost frame of the user's code."""
+    frame = user_frame(frame or sys._getframe(1))
+    return "?" if frame is None else f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _source(frame: FrameType) -> str:
+    """The source text of the expression the frame is executing (a call), or its line."""
+    code = frame.f_code
+    try:
+        positions = list(code.co_positions())[frame.f_lasti // 2]
+        start, end, col, end_col = positions
+    except (IndexError, ValueError, TypeError, AttributeError):
+        start = end = col = end_col = None
+    if start is None:
+        return linecache.getline(code.co_filename, frame.f_lineno).strip()
+    lines = [linecache.getline(code.co_filename, n) for n in range(start, (end or start) + 1)]
+    if not any(lines):
+        return ""
+    if col is None or end_col is None:
+        return " ".join(line.strip() for line in lines)
+    if len(lines) == 1:
+        return lines[0][col:end_col].strip()
+    return " ".join([lines[0][col:].strip(), *(line.strip() for line in lines[1:-1]), lines[-1][:end_col].strip()])
+
+
+def _public_module(module: str, name: str, target: Any) -> str:
+    """The shortest module path that exports `target` (a class, or a function's code) under `name`:
+    numpy, not numpy._core.fromnumeric."""
+    parts = module.split(".")
+    for k in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:k])
+        obj = getattr(sys.modules.get(prefix), name, None)
+        if obj is None:
+            continue
+        if obj is target:
+            return prefix
+        for candidate in (obj, getattr(obj, "_implementation", None), getattr(obj, "__wrapped__", None)):
+            if getattr(candidate, "__code__", None) is target:
+                return prefix
+    return module
+
+
+def function_of(frame: FrameType) -> str:
+    """The public name of the function a library frame runs (`scipy.stats.norm.logpdf`, `numpy.mean`)."""
+    code = frame.f_code
+    module = frame.f_globals.get("__name__", "?")
+    name = code.co_name
+    qualname = getattr(code, "co_qualname", name)
+    if code.co_argcount and code.co_varnames[0] == "self":
+        owner = frame.f_locals.get("self")
+        dist = getattr(owner, "dist", owner)  # a frozen scipy.stats distribution
+        dist_name = getattr(dist, "name", None)
+        if module.startswith("scipy.stats") and isinstance(dist_name, str):
+            return f"scipy.stats.{dist_name}.{name}"
+        cls = type(owner)
+        public = _public_instance(cls.__module__, owner)
+        if public is not None:
+            return f"{public}.{name}"
+        return f"{_public_module(cls.__module__, cls.__name__, cls)}.{cls.__name__}.{name}"
+    if "." not in qualname:
+        return f"{_public_module(module, name, code)}.{name}"
+    return f"{module}.{qualname}"
+
+
+def _public_instance(module: str, owner: Any) -> str | None:
+    """`scipy.stats.multivariate_normal` for the object exported under that name (None if none is)."""
+    parts = module.split(".")
+    for k in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:k])
+        for name, obj in vars(sys.modules.get(prefix, object())).items():
+            if obj is owner and not name.startswith("_"):
+                return f"{prefix}.{name}"
+    return None
+
+
+def _wrapped(frame: FrameType) -> str | None:
+    """For a decorator's wrapper (a function defined inside another), the public name of the NumPy or
+    SciPy function it wraps (found among its variables), else None."""
+    if "<locals>" not in getattr(frame.f_code, "co_qualname", ""):
+        return None
+    for value in frame.f_locals.values():
+        qualname = getattr(value, "__qualname__", "")
+        module = getattr(value, "__module__", "") or ""
+        if callable(value) and "<locals>" not in qualname and module.split(".")[0] in _NAMED:
+            code = getattr(value, "__code__", None)
+            name = getattr(value, "__name__", qualname)
+            return f"{_public_module(module, name, code if code is not None else value)}.{qualname}"
+    return None
+
+
+@dataclass
+class Site:
+    """A call seen from inside NumPy: where in the user's code, and through which library function."""
+
+    #: `file:line` in the user's code
+    where: str
+    #: the source text of the user's call (may be empty)
+    source: str
+    #: the NumPy or SciPy function the user called (None: a conversion like np.asarray called directly)
+    function: str | None
+    #: that function's arguments (its frame's parameters), or the user's call's first argument
+    arguments: tuple
+    #: the user's call's first argument is written as a list or tuple (`np.array([x[0], x[1]])`)
+    display: bool = False
+
+    def describe(self) -> str:
+        code = f" (`{self.source}`)" if self.source and len(self.source) <= 120 else ""
+        return f"{self.where}{code}"
+
+
+def call_site(frame: FrameType | None = None) -> Site:
+    """The site of the operation running now (called from inside the tape engine)."""
+    frame = frame or sys._getframe(1)
+    outermost = None  # the outermost NumPy/SciPy frame below the user's
+    wrapped = None  # the function a decorator's wrapper there calls
+    while frame is not None:
+        library = _library(frame.f_code.co_filename)
+        if library is None:
+            break
+        if library in _NAMED:
+            outermost, wrapped = frame, _wrapped(frame)
+        frame = frame.f_back
+    where = "?" if frame is None else f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    source = "" if frame is None else _source(frame)
+    if outermost is not None:
+        code = outermost.f_code
+        n = code.co_argcount + code.co_kwonlyargcount
+        args = tuple(outermost.f_locals.get(v) for v in code.co_varnames[:n])
+        if code.co_flags & inspect.CO_VARARGS:
+            args += tuple(outermost.f_locals.get(code.co_varnames[n], ()))
+        return Site(where, source, wrapped or function_of(outermost), args)
+    display, argument = _first_argument(frame, source)
+    return Site(where, source, None, argument, display)
+
+
+def _first_argument(frame: FrameType | None, source: str) -> tuple[bool, tuple]:
+    """For the call `source` in `frame`: whether its first argument is a list or tuple display, and its
+    value when it is a plain name (nothing is evaluated)."""
+    if frame is None or not source:
+        return False, ()
+    try:
+        node = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        return False, ()
+    if not isinstance(node, ast.Call) or not node.args:
+        return False, ()
+    first = node.args[0]
+    if isinstance(first, (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)):
+        return True, ()
+    if isinstance(first, ast.Name):
+        for scope in (frame.f_locals, frame.f_globals):
+            if first.id in scope:
+                return False, (scope[first.id],)
+    return False, ()
+
+
+# -- the rule being recorded --------------------------------------------------------------------------------------
+_RULE = threading.local()
+
+
+def recording_rule(prim: Any) -> None:
+    """Mark that the tape is now running `prim`'s derivative rule on traced values (None: done)."""
+    _RULE.prim = prim
+
+
+def in_rule() -> Any:
+    """The primitive whose derivative rule is being recorded, or None."""
+    return getattr(_RULE, "prim", None)
