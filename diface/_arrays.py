@@ -64,6 +64,28 @@ class ArrayOps(abc.ABC):
     @abc.abstractmethod
     def stack(self, arrays: list, axis: int = 0) -> Any: ...
 
+    @abc.abstractmethod
+    def concat(self, arrays: list) -> Any:
+        """Arrays joined along their existing first axis."""
+        ...
+
+    def unstack(self, a: Any) -> list:
+        """The slices of `a` along its first axis."""
+        return [a[i] for i in range(a.shape[0])]
+
+    @abc.abstractmethod
+    def moveaxis(self, a: Any, source: int, destination: int) -> Any: ...
+
+    def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
+        """Basis vectors e_lo .. e_{hi-1} of a space of n elements, stacked: shape `(hi - lo, *shape)`."""
+        if self.mutable:
+            rows = self.zeros((hi - lo, n), dtype, like)
+            for i in range(hi - lo):
+                rows[i, lo + i] = 1
+        else:
+            rows = self.asarray(np.eye(hi - lo, n, lo, dtype=np.dtype(dtype)), like=like)
+        return self.reshape(rows, (hi - lo, *shape))
+
     # arithmetic ------------------------------------------------------------------------------
     def matmul(self, a: Any, b: Any) -> Any:
         return a @ b
@@ -167,6 +189,18 @@ class NumpyOps(ArrayOps):
     def stack(self, arrays: list, axis: int = 0) -> Any:
         return np.stack(arrays, axis=axis)
 
+    def concat(self, arrays: list) -> Any:
+        return np.concatenate(arrays)
+
+    def unstack(self, a: Any) -> list:
+        return list(a)
+
+    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
+        return np.moveaxis(a, source, destination)
+
+    def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
+        return np.eye(hi - lo, n, lo, dtype=dtype).reshape((hi - lo, *shape))
+
     def vdot(self, a: Any, b: Any) -> Any:
         return np.sum(a * b)
 
@@ -239,6 +273,12 @@ class ArrayAPIOps(ArrayOps):
 
     def stack(self, arrays: list, axis: int = 0) -> Any:
         return self.xp.stack(arrays, axis=axis)
+
+    def concat(self, arrays: list) -> Any:
+        return self.xp.concat(arrays, axis=0)
+
+    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
+        return self.xp.moveaxis(a, source, destination)
 
     def matmul(self, a: Any, b: Any) -> Any:
         return self.xp.matmul(a, b)

@@ -4,13 +4,17 @@ A backend is a small immutable, hashable object. To add an engine, subclass `Bac
 `diface/backends/` and implement:
 
 - `native_modes`: the subset of {"forward", "reverse"} the engine computes natively, and `mode`, the
-  one the derived operators (jacobian, gradient, derivative) should sweep in;
+  one the derived operators (jacobian, gradient, derivative) sweep in ("auto": chosen per problem);
 - `array_ops(x)`: the `ArrayOps` of the arrays `f` receives (converting NumPy input to them);
-- `prepare_pushforward` and/or `prepare_pullback`: prepared, batched primitives returning kernels
-  (see `diface._problem.Kernel`);
-- optionally `supports_inplace`, `package`/`extra` (for availability), `max_batch_size`, and faster
-  native versions of any other `prepare_*` method. Everything not overridden is derived here, once,
-  from the primitives (`diface._derive`).
+- one of:
+  - `prepare_linearize(problem, mode)`: f's forward pass at a point, then batched products with J
+    (see `diface._linearization`): everything else derives from it;
+  - `prepare_pushforward` and/or `prepare_pullback`: prepared, batched primitives returning kernels
+    (see `diface._problem.Kernel`);
+- optionally `supports_inplace`, `package`/`extra` (for availability), `max_batch_size`, a
+  `prepare_second_order(inner, problem)` plan for differentiating its own derivatives, and faster
+  native versions of any other `prepare_*` method. Everything not overridden is derived here, once
+  (`diface._derive`).
 
 Framework imports happen inside methods, never at module import.
 """
@@ -25,6 +29,7 @@ from typing import Any, ClassVar
 from . import _derive
 from ._arrays import ArrayOps
 from ._errors import ArgumentError, BackendUnavailableError, NotSupportedError
+from ._linearization import Linearizer
 from ._problem import Kernel, Problem
 
 __all__ = ["Backend", "catalog", "check_available", "check_inplace"]
@@ -106,22 +111,36 @@ class Backend(abc.ABC):
         return problem.y_spec
 
     # -- first-order primitives ----------------------------------------------------------------
+    def prepare_linearize(self, problem: Problem, mode: str) -> Linearizer | None:
+        """A `Linearizer` of f for products in `mode` ("forward": `push`, "reverse": `pull`): each call
+        runs f's forward pass once and returns a `Linearization` that applies J to batches of vectors.
+        None (the default): the engine has none, and sweeps call batched kernels chunk by chunk."""
+        return None
+
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
-        """Batched JVPs. Forward-mode backends override this; reverse-only ones get it through
-        the Jacobian."""
+        """Batched JVPs. Forward-mode backends override this or linearize; reverse-only ones get it
+        through the Jacobian."""
         return _derive.derive_pushforward(self, problem, tangents)
 
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
-        """Batched VJPs. Reverse-mode backends override this; forward-only ones get it through
-        the Jacobian."""
+        """Batched VJPs. Reverse-mode backends override this or linearize; forward-only ones get it
+        through the Jacobian."""
         return _derive.derive_pullback(self, problem, cotangents)
 
     def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
-        """Like `prepare_pushforward`, for calls at `problem.x` only (may cache a linearization)."""
+        """Like `prepare_pushforward`, for calls at `problem.x` only: f linearized there once, where the
+        engine linearizes."""
+        linearizer = self.prepare_linearize(problem, "forward") if "forward" in self.native_modes else None
+        if linearizer is not None:
+            return _derive.same_point_products(linearizer, problem, True)
         return self.prepare_pushforward(problem, tangents)
 
     def prepare_pullback_same_point(self, problem: Problem, cotangents: tuple) -> Kernel:
-        """Like `prepare_pullback`, for calls at `problem.x` only (may keep the forward pass)."""
+        """Like `prepare_pullback`, for calls at `problem.x` only: f's forward pass done there once,
+        where the engine linearizes."""
+        linearizer = self.prepare_linearize(problem, "reverse") if "reverse" in self.native_modes else None
+        if linearizer is not None:
+            return _derive.same_point_products(linearizer, problem, False)
         return self.prepare_pullback(problem, cotangents)
 
     # -- derived first-order operators ---------------------------------------------------------
@@ -139,25 +158,9 @@ class Backend(abc.ABC):
         """(outer, inner) for second-order operators: (self, self) unless overridden."""
         return self, self
 
-    def prepare_hvp(self, problem: Problem, tangents: tuple) -> Kernel:
-        outer, inner = self.second_order_backends()
-        native = self._native_second_order("hvp", problem, tangents)
-        return native if native is not None else _derive.derive_hvp(outer, inner, problem, tangents)
-
-    def prepare_hvp_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
-        native = self._native_second_order("hvp_same_point", problem, tangents)
-        return native if native is not None else self.prepare_hvp(problem, tangents)
-
-    def prepare_hessian(self, problem: Problem) -> Kernel:
-        native = self._native_second_order("hessian", problem, None)
-        return native if native is not None else _derive.derive_hessian(self, problem)
-
-    def prepare_second_derivative(self, problem: Problem) -> Kernel:
-        outer, inner = self.second_order_backends()
-        native = self._native_second_order("second_derivative", problem, None)
-        return native if native is not None else _derive.derive_second_derivative(outer, inner, problem)
-
-    def _native_second_order(self, op: str, problem: Problem, extra: Any) -> Kernel | None:
+    def second_order_plan(self, problem: Problem) -> _derive.SecondOrderPlan:
+        """The plan every second-order operator of `problem` derives from: the outer engine's own
+        (`prepare_second_order`), else the composition of the two engines' first-order kernels."""
         outer, inner = self.second_order_backends()
         try:
             outer_ops = outer.array_ops(problem.x)
@@ -169,13 +172,26 @@ class Backend(abc.ABC):
                 f"{self!r}: the outer backend {works_on} but the inner one gives it {problem.ops.name} arrays; "
                 "use one engine for both, or AutoFiniteDiff() outside"
             )
-        return outer.prepare_second_order(op, inner, problem, extra)
+        plan = outer.prepare_second_order(inner, problem)
+        return plan if plan is not None else _derive.compose(outer, inner, problem)
 
-    def prepare_second_order(self, op: str, inner: Backend, problem: Problem, extra: Any) -> Kernel | None:
-        """A native kernel for second-order operator `op` ("hvp", "hvp_same_point", "hessian",
-        "second_derivative") with this backend outside and `inner` inside, or None to derive it (a
-        same-point hvp then falls back to `prepare_hvp`). Engines that compose with themselves
-        (forward-over-reverse in one engine) override this."""
+    def prepare_hvp(self, problem: Problem, tangents: tuple) -> Kernel:
+        return self.second_order_plan(problem).hvp(tangents)
+
+    def prepare_hvp_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
+        return self.second_order_plan(problem).hvp_same_point(tangents)
+
+    def prepare_hessian(self, problem: Problem) -> Kernel:
+        return self.second_order_plan(problem).hessian()
+
+    def prepare_second_derivative(self, problem: Problem) -> Kernel:
+        return self.second_order_plan(problem).second_derivative()
+
+    def prepare_second_order(self, inner: Backend, problem: Problem) -> _derive.SecondOrderPlan | None:
+        """This engine's own plan for differentiating what `inner` computes on `problem` (a
+        `diface._derive.SecondOrderPlan`: a linearization of the inner derivative, or whole
+        second-order kernels), or None to compose the two engines' first-order kernels. Engines that
+        compose with themselves (forward over reverse in one engine) override this."""
         return None
 
     def known_deviation(self, scenario: Any) -> str | None:

@@ -5,7 +5,6 @@ compares every result with the single-threaded one (see `diface.testing._threads
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 
 import numpy as np
@@ -16,12 +15,11 @@ from conftest import engine_defaults
 from diface.testing import check_threads, default_scenarios, edge_scenarios
 from diface.testing._kit import applicable
 
-HAS_TORCH = importlib.util.find_spec("torch") is not None
-
 
 def backends() -> list:
-    extra = [di.AutoTorch("forward"), di.SecondOrder(di.AutoTorch("forward"), di.AutoTorch())] if HAS_TORCH else []
-    return [di.AutoFiniteDiff(), di.AutoFiniteDiff("complex"), *engine_defaults(), *extra]
+    """Every engine with its defaults (torch's forward mode and its compositions, which take turns on
+    torch's one forward-AD level, are checked in test_torch_threads.py)."""
+    return [di.AutoFiniteDiff(), di.AutoFiniteDiff("complex"), *engine_defaults()]
 
 
 def _cases() -> list:
@@ -40,26 +38,12 @@ def test_every_operator_from_eight_threads(backend, scenario):
     assert not failures, "\n".join(map(str, failures))
 
 
-def _acceptance_cases() -> list:
-    """Each backend on the operator it is most often shared for: the gradient; forward-mode torch on a
-    pushforward and forward-over-reverse torch on an hvp (the process-global dual level)."""
-    cases = []
-    for backend in backends():
-        op = "gradient"
-        if isinstance(backend, di.SecondOrder):
-            op = "hvp"
-        elif getattr(backend, "mode", None) == "forward" and "Torch" in type(backend).__name__:
-            op = "pushforward"
-        name = "vector to vector" if op == "pushforward" else "vector to scalar"
-        cases.append(pytest.param(backend, name, op, id=f"{backend.label()}-{op}"))
-    return cases
-
-
-@pytest.mark.parametrize(("backend", "name", "op"), _acceptance_cases())
-def test_eight_threads_two_thousand_calls(backend, name, op):
-    """The acceptance figure: 8 threads x 2,000 calls on one shared preparation, 0 wrong, 0 errors."""
-    scenario = next(s for s in default_scenarios() if s.name == name)
-    failures = check_threads(backend, scenario, op, threads=8, calls=2000, switch_interval=None)
+@pytest.mark.parametrize("backend", backends(), ids=lambda b: b.label())
+def test_eight_threads_two_thousand_calls(backend):
+    """The acceptance figure: 8 threads x 2,000 calls on one shared preparation, 0 wrong, 0 errors
+    (for torch's forward mode: test_torch_threads.py)."""
+    scenario = next(s for s in default_scenarios() if s.name == "vector to scalar")
+    failures = check_threads(backend, scenario, "gradient", threads=8, calls=2000, switch_interval=None)
     assert not failures, "\n".join(map(str, failures))
 
 

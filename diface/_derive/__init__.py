@@ -1,22 +1,26 @@
-"""Derivations: every operator built once, from a backend's pushforward and/or pullback.
+"""Derivations: every operator built once, from a backend's linearization or its pushforward and/or
+pullback.
 
 One derivation per module. Each takes a backend and a `Problem` and returns a kernel (see
 `diface._problem.Kernel`); the `Backend` base class calls them from its `prepare_*` methods, which
-a backend overrides only where it has something faster.
+a backend overrides only where it has something faster. Second-order operators come from a
+`SecondOrderPlan` (`second_order`).
 """
 
-from .hessian import derive_hessian
-from .hvp import derive_hvp
-from .jacobian import derive_jacobian, sweep_mode
-from .second_derivative import derive_second_derivative
+from .jacobian import derive_jacobian
+from .linearized import linearized_products, same_point_products
+from .mode import choose_kernel, sweep_mode
+from .second_order import SecondOrderPlan, compose
 from .wrong_mode import derive_pullback, derive_pushforward
 
 __all__ = [
-    "derive_hessian",
-    "derive_hvp",
+    "SecondOrderPlan",
+    "choose_kernel",
+    "compose",
     "derive_jacobian",
     "derive_pullback",
     "derive_pushforward",
-    "derive_second_derivative",
+    "linearized_products",
+    "same_point_products",
     "sweep_mode",
 ]

@@ -105,8 +105,9 @@ def _assemble(ops: ArrayOps, stacked: Any, forward: bool, n: int, out_shape: tup
     """Stacked products (`(n, *product_shape)`) as J: columns moved last (forward), rows as they are."""
     if forward:
         stacked = ops.moveaxis(ops.reshape(stacked, (n, -1)), 0, -1)
-    jac = ops.reshape(stacked, out_shape)
-    return jac if jac.dtype == dtype else ops.astype(jac, dtype)
+    # no cast to `dtype`: a kernel may run on other values than it was prepared for (complex steps or
+    # traced arrays of an outer engine), and the call path casts what reaches the user
+    return ops.reshape(stacked, out_shape)
 
 
 def kernels_per_chunk(basis: Basis, prepare: Callable[[tuple], Kernel]) -> list[Kernel]:

@@ -3,61 +3,55 @@
 A gradient is the Jacobian of a scalar output (shape `() + x.shape`) and a derivative the Jacobian
 with respect to a scalar input (shape `y.shape + ()`), so all three are this one derivation: a reverse
 sweep of a scalar output is a single pullback with seed 1, a forward sweep of a scalar input a single
-pushforward with seed 1.
+pushforward with seed 1. Where the backend linearizes (`prepare_linearize`), a call runs f once and
+applies the linearization to every chunk of the basis; otherwise each chunk is one batched
+pushforward or pullback kernel call. The mode is the backend's, or chosen per problem for "auto"
+(`diface._derive.mode`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .._problem import Kernel, Problem
-from ._basis import BasisSweep
+from .._problem import Kernel, Problem, size_of
+from ._sweep import Basis, chunk_size, kernels_per_chunk, sweep_kernels, sweep_linearization
+from .mode import choose_kernel, sweep_mode
 
 __all__ = ["derive_jacobian", "sweep_mode"]
 
 
-def sweep_mode(backend: Any) -> str:
-    """The mode a backend's derived operators sweep in: its preferred `mode` when its engine has it
-    natively, else the one native mode it has."""
-    modes = backend.native_modes
-    if backend.mode in modes:
-        return backend.mode
-    if not modes:
-        raise TypeError(f"{backend!r} declares no native mode: implement prepare_pushforward or prepare_pullback")
-    return next(iter(sorted(modes)))
-
-
 def derive_jacobian(backend: Any, problem: Problem) -> Kernel:
     """`J` of shape `y.shape + x.shape`: pushforwards of the input basis (columns) in forward mode,
-    pullbacks of the output basis (rows) in reverse mode, `backend.max_batch_size` at a time."""
+    pullbacks of the output basis (rows) in reverse mode."""
+    return choose_kernel(backend, problem, lambda mode: jacobian_in(backend, problem, mode))
+
+
+def jacobian_in(backend: Any, problem: Problem, mode: str) -> Kernel:
+    """The Jacobian kernel sweeping in `mode`."""
     ops, x = problem.ops, problem.x
     x_shape, x_dtype = problem.x_shape, problem.x_dtype
     y_shape, y_dtype = problem.y_spec
+    n, m = size_of(x_shape), size_of(y_shape)
     dtype = ops.result_type(x_dtype, y_dtype)
     out_shape = y_shape + x_shape
-    if sweep_mode(backend) == "forward":
-        axis = -1
-        sweep = BasisSweep(
-            ops,
-            x_shape,
-            x_dtype,
-            x,
-            backend.max_batch_size,
-            lambda seeds: backend.prepare_pushforward(problem, seeds),
-        )
-    else:
-        axis = 0
-        sweep = BasisSweep(
-            ops,
-            y_shape,
-            y_dtype,
-            x,
-            backend.max_batch_size,
-            lambda seeds: backend.prepare_pullback(problem, seeds),
-        )
+    forward = mode == "forward"
+    shape, space_dtype, size, product = (x_shape, x_dtype, n, m) if forward else (y_shape, y_dtype, m, n)
+    basis = Basis(ops, shape, space_dtype, x, chunk_size(size, product, n * m, backend.max_batch_size), n * m)
+    linearizer = backend.prepare_linearize(problem, mode)
+
+    if linearizer is not None:
+
+        def linearized_jacobian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+            lin = linearizer(x, cv, y)
+            return lin.value, sweep_linearization(lin, forward, basis, out_shape, dtype, ops)
+
+        return linearized_jacobian_kernel
+
+    prepare = backend.prepare_pushforward if forward else backend.prepare_pullback
+    kernels = kernels_per_chunk(basis, lambda seeds: prepare(problem, seeds))
 
     def jacobian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
-        first, jac = sweep.run(x, cv, y, full, axis, out_shape, dtype)
+        first, jac = sweep_kernels(basis, kernels, forward, x, cv, y, full, out_shape, dtype, ops)
         if first is not None:
             return first[0], jac
         # empty input or output space: nothing to sweep, but the value (and y) are still owed

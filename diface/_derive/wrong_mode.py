@@ -1,8 +1,9 @@
-"""Pushforward for a reverse-only backend and pullback for a forward-only one, through the Jacobian.
+"""Pushforward for a backend without a native one, and pullback likewise: from a linearization where
+the backend has one in the mode asked for, else through the Jacobian.
 
-The Jacobian comes from the backend's own `prepare_jacobian` (a basis sweep in its native mode), so a
-wrong-mode product costs `y.size` pullbacks or `x.size` pushforwards per call, however many tangents
-are asked for at once.
+Through the Jacobian, which comes from the backend's own `prepare_jacobian` (a basis sweep in its
+native mode), a wrong-mode product costs `y.size` pullbacks or `x.size` pushforwards per call, however
+many tangents are asked for at once.
 """
 
 from __future__ import annotations
@@ -10,17 +11,24 @@ from __future__ import annotations
 from typing import Any
 
 from .._problem import Kernel, Problem, size_of
+from .linearized import linearized_products
 
 __all__ = ["derive_pullback", "derive_pushforward"]
 
 
 def derive_pushforward(backend: Any, problem: Problem, tangents: tuple) -> Kernel:
-    """`J @ t` for each tangent `t` (shaped like `x`), from pullbacks."""
+    """`J @ t` for each tangent `t` (shaped like `x`)."""
+    linearizer = backend.prepare_linearize(problem, "forward")
+    if linearizer is not None:
+        return linearized_products(linearizer, problem, True)
     return _through_jacobian(backend, problem, "reverse", transpose=False)
 
 
 def derive_pullback(backend: Any, problem: Problem, cotangents: tuple) -> Kernel:
-    """`t @ J` for each cotangent `t` (shaped like `y`), from pushforwards."""
+    """`t @ J` for each cotangent `t` (shaped like `y`)."""
+    linearizer = backend.prepare_linearize(problem, "reverse")
+    if linearizer is not None:
+        return linearized_products(linearizer, problem, False)
     return _through_jacobian(backend, problem, "forward", transpose=True)
 
 

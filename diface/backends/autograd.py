@@ -51,6 +51,7 @@ import numpy as np
 from .._arrays import NUMPY, ArrayOps, NumpyOps, framework_ops, register_array_ops
 from .._backend import Backend
 from .._contexts import Cache
+from .._derive import SecondOrderPlan
 from .._errors import ArgumentError, DifaceError, NotSupportedError
 from .._problem import Kernel, Problem, dtype_of, shape_of, size_of
 
@@ -329,18 +330,42 @@ class AutoAutograd(Backend):
             lambda: _SecondOrderPlan("reverse", "reverse", problem).second_derivative_kernel(),
         )
 
-    @_serialized
-    def prepare_second_order(self, op: str, inner: Backend, problem: Problem, extra: Any) -> Kernel | None:
-        _load()
+    def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
         if not isinstance(inner, AutoAutograd):
             raise NotSupportedError(
                 f"{self!r} as the outer backend can only differentiate what autograd computes, not {inner!r}; "
                 f"use di.SecondOrder(di.AutoAutograd(...), di.AutoAutograd(...)), or di.AutoFiniteDiff() outside"
             )
-        plan = _SecondOrderPlan(self.mode, inner.mode, problem)
-        if "forward" in (self.mode, inner.mode) and not problem.single_use:
+        return _AutogradNest(self.mode, inner.mode, problem)
+
+
+class _AutogradNest(SecondOrderPlan):
+    """Two autograd modes nested: the kernels of `_SecondOrderPlan`, probed at preparation for missing
+    JVP rules where a mode is forward."""
+
+    def __init__(self, outer: str, inner: str, problem: Problem) -> None:
+        super().__init__(problem)
+        self.modes = (outer, inner)
+
+    @_serialized
+    def _made(self, op: str) -> Kernel:
+        _load()
+        plan = _SecondOrderPlan(*self.modes, self.problem)
+        if "forward" in self.modes and not self.problem.single_use:
             plan.probe(op)  # raises at preparation if a JVP rule is missing
         return getattr(plan, f"{op}_kernel")()
+
+    def hvp(self, tangents: tuple) -> Kernel:
+        return self._made("hvp")
+
+    def hvp_same_point(self, tangents: tuple) -> Kernel:
+        return self._made("hvp_same_point")
+
+    def hessian(self) -> Kernel:
+        return self._made("hessian")
+
+    def second_derivative(self) -> Kernel:
+        return self._made("second_derivative")
 
 
 # -- autograd's internals, bound on first use ---------------------------------------------------------
@@ -1209,6 +1234,15 @@ class _ArrayBoxOps(NumpyOps):
 
     def stack(self, arrays: list, axis: int = 0) -> Any:
         return self.anp.stack(arrays, axis=axis)
+
+    def concat(self, arrays: list) -> Any:
+        return self.anp.concatenate(arrays)
+
+    def unstack(self, a: Any) -> list:
+        return [a[i] for i in range(a.shape[0])]
+
+    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
+        return self.anp.moveaxis(a, source, destination)
 
     def matmul(self, a: Any, b: Any) -> Any:
         return self.anp.matmul(a, b)

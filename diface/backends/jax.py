@@ -33,6 +33,7 @@ import numpy as np
 
 from .._arrays import ArrayOps, framework_ops, register_array_ops
 from .._backend import Backend
+from .._derive import SecondOrderPlan
 from .._errors import ArgumentError, NotSupportedError
 from .._problem import Kernel, Problem
 
@@ -98,6 +99,16 @@ class JaxOps(ArrayOps):
 
     def stack(self, arrays: list, axis: int = 0) -> Any:
         return self.jnp.stack(arrays, axis=axis)
+
+    def concat(self, arrays: list) -> Any:
+        return self.jnp.concatenate(arrays)
+
+    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
+        return self.jnp.moveaxis(a, source, destination)
+
+    def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
+        rows = self.jnp.eye(hi - lo, n, lo, dtype=dtype, device=device_of(like))
+        return rows.reshape((hi - lo, *shape))
 
     # arithmetic ------------------------------------------------------------------------------
     def matmul(self, a: Any, b: Any) -> Any:
@@ -282,46 +293,10 @@ class AutoJAX(Backend):
     prepare_derivative = prepare_jacobian
 
     # -- second order (this backend outside, `inner` inside) -------------------------------------
-    def prepare_second_order(self, op: str, inner: Backend, problem: Problem, extra: Any) -> Kernel | None:
+    def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
         if not isinstance(inner, AutoJAX):
             return None  # another engine inside: the core composes the two
-        jit = self.jit and inner.jit
-        seeds = Seeds(traced=jit and not problem.single_use)
-        outer_mode, inner_mode, f = self.mode, inner.mode, problem.f
-
-        def inner_derivative(cv: tuple) -> Callable:
-            # x -> (inner Jacobian of f at x, f(x)): the gradient, or the derivative for a scalar x
-            def d(x: Any) -> tuple:
-                y, jac, _ = sweep(inner_mode, bind(f, cv), x, seeds)
-                return jac, y
-
-            return d
-
-        if op == "hvp_same_point":
-            return self._hvp_same_point(problem, inner_derivative(problem.context_values), extra, jit)
-
-        if op == "hvp":
-
-            def hvp(full: bool) -> Callable:
-                def run(x: Any, tangents: tuple, cv: tuple) -> tuple:
-                    gradient = without_aux(inner_derivative(cv))
-                    # H is symmetric: a pullback of the gradient is a Hessian-vector product too
-                    g, hvps, _ = (push if outer_mode == "forward" else pull)(gradient, x, tangents)
-                    return None, (g if full else None), hvps
-
-                return run
-
-            return self._kernel(problem, hvp, extra, jit, entries=3)
-
-        # hessian (outer Jacobian of the gradient) and second_derivative (of the derivative)
-        def nested(full: bool) -> Callable:
-            def run(x: Any, extra: Any, cv: tuple) -> tuple:
-                d, d2, y = sweep(outer_mode, inner_derivative(cv), x, seeds, has_aux=True)
-                return (y, d, d2) if full else (None, None, d2)
-
-            return run
-
-        return self._kernel(problem, nested, None, jit, entries=3)
+        return _JaxNest(self, inner, problem)
 
     # -- kernels ---------------------------------------------------------------------------------
     def _jits(self, problem: Problem) -> bool:
@@ -366,6 +341,66 @@ class AutoJAX(Backend):
             g, linear = jax.vjp(gradient, problem.x)
             apply = pull_with
         return linear_kernel(problem, (None, g), linear, apply, tangents, jit and not problem.single_use)
+
+
+class _JaxNest(SecondOrderPlan):
+    """`outer` over `inner`, both JAX: each second-order operator is one JAX computation nesting the two
+    modes (compiled whole when both jit), rather than a linearization swept from Python."""
+
+    def __init__(self, outer: AutoJAX, inner: AutoJAX, problem: Problem) -> None:
+        super().__init__(problem)
+        self.outer = outer
+        self.jit = outer.jit and inner.jit
+        self.seeds = Seeds(traced=self.jit and not problem.single_use)
+        self.outer_mode, self.inner_mode = outer.mode, inner.mode
+
+    def inner_derivative(self, cv: tuple) -> Callable:
+        """x -> (inner Jacobian of f at x, f(x)): the gradient, or the derivative for a scalar x."""
+        f, seeds, mode = self.problem.f, self.seeds, self.inner_mode
+
+        def d(x: Any) -> tuple:
+            y, jac, _ = sweep(mode, bind(f, cv), x, seeds)
+            return jac, y
+
+        return d
+
+    def hvp(self, tangents: tuple) -> Kernel:
+        outer_mode = self.outer_mode
+
+        def hvp(full: bool) -> Callable:
+            def run(x: Any, tangents: tuple, cv: tuple) -> tuple:
+                gradient = without_aux(self.inner_derivative(cv))
+                # H is symmetric: a pullback of the gradient is a Hessian-vector product too
+                g, hvps, _ = (push if outer_mode == "forward" else pull)(gradient, x, tangents)
+                return None, (g if full else None), hvps
+
+            return run
+
+        return self.outer._kernel(self.problem, hvp, tangents, self.jit, entries=3)
+
+    def hvp_same_point(self, tangents: tuple) -> Kernel:
+        problem = self.problem
+        derivative = self.inner_derivative(problem.context_values)
+        return self.outer._hvp_same_point(problem, derivative, tangents, self.jit)
+
+    def _nested(self) -> Kernel:
+        """The outer Jacobian of the inner derivative: the Hessian, or the second derivative."""
+        outer_mode, seeds = self.outer_mode, self.seeds
+
+        def nested(full: bool) -> Callable:
+            def run(x: Any, extra: Any, cv: tuple) -> tuple:
+                d, d2, y = sweep(outer_mode, self.inner_derivative(cv), x, seeds, has_aux=True)
+                return (y, d, d2) if full else (None, None, d2)
+
+            return run
+
+        return self.outer._kernel(self.problem, nested, None, self.jit, entries=3)
+
+    def hessian(self) -> Kernel:
+        return self._nested()
+
+    def second_derivative(self) -> Kernel:
+        return self._nested()
 
 
 def x_only_kernel(plain: Callable, full: Callable, problem: Problem, entries: int, dtype: Any) -> Kernel:

@@ -73,6 +73,7 @@ import numpy as np
 from .._arrays import ArrayOps, framework_ops, register_array_ops
 from .._backend import Backend
 from .._contexts import Cache
+from .._derive import SecondOrderPlan
 from .._errors import ArgumentError, NotSupportedError, PreparationMismatchError
 from .._problem import Kernel, Problem, check_output, dtype_of, shape_of, size_of
 
@@ -133,6 +134,23 @@ class TorchOps(ArrayOps):
 
     def stack(self, arrays: list, axis: int = 0) -> Any:
         return self.torch.stack(list(arrays), dim=axis)
+
+    def concat(self, arrays: list) -> Any:
+        return self.torch.cat(list(arrays))
+
+    def unstack(self, a: Any) -> list:
+        return list(a.unbind(0))
+
+    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
+        return self.torch.movedim(a, source, destination)
+
+    def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
+        torch = self.torch
+        device = _device_of(like)
+        rows = torch.zeros((hi - lo, n), dtype=self._dtype(dtype), device=device)
+        index = torch.arange(hi - lo, device=device)
+        rows[index, index + lo] = 1
+        return rows.reshape((hi - lo, *shape))
 
     def vdot(self, a: Any, b: Any) -> Any:
         return self.torch.sum(a * b)
@@ -307,13 +325,36 @@ class AutoTorch(Backend):
         reverse = AutoTorch("reverse")
         return reverse, reverse
 
-    def prepare_second_order(self, op: str, inner: Backend, problem: Problem, extra: Any) -> Kernel | None:
-        if not isinstance(inner, AutoTorch) or op not in _PLAN_KERNELS:
-            return None  # another engine inside, or an operator with nothing native: the core derives it
-        plan, method = _PLANS[self.mode, inner.mode], _PLAN_KERNELS[op]
-        if extra is not None:  # hvp: tangents
-            return _kernel(lambda problem, tangents: getattr(plan(problem, inner), method)(tangents), problem, extra)
-        return _kernel(lambda problem: getattr(plan(problem, inner), method)(), problem)
+    def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
+        if not isinstance(inner, AutoTorch):
+            return None  # another engine inside: the core composes the two
+        return _TorchNest(_PLANS[self.mode, inner.mode], inner, problem)
+
+
+class _TorchNest(SecondOrderPlan):
+    """Two torch modes nested: the kernels of the composition's `_Plan`."""
+
+    def __init__(self, plan: type, inner: AutoTorch, problem: Problem) -> None:
+        super().__init__(problem)
+        self.plan, self.inner = plan, inner
+
+    def _made(self, method: str, tangents: tuple | None = None) -> Kernel:
+        if tangents is not None:
+            build = lambda problem, tangents: getattr(self.plan(problem, self.inner), method)(tangents)
+            return _kernel(build, self.problem, tangents)
+        return _kernel(lambda problem: getattr(self.plan(problem, self.inner), method)(), self.problem)
+
+    def hvp(self, tangents: tuple) -> Kernel:
+        return self._made("hvp_kernel", tangents)
+
+    def hvp_same_point(self, tangents: tuple) -> Kernel:
+        return self._made("hvp_same_point_kernel", tangents)
+
+    def hessian(self) -> Kernel:
+        return self._made("hessian_kernel")
+
+    def second_derivative(self) -> Kernel:
+        return self._made("second_derivative_kernel")
 
 
 # -- the user's function -------------------------------------------------------------------------
@@ -1407,9 +1448,3 @@ _PLANS: dict[tuple[str, str], type[_Plan]] = {
     ("forward", "forward"): _ForwardOverForward,
 }
 #: the `_Plan` method building each second-order kernel
-_PLAN_KERNELS = {
-    "hvp": "hvp_kernel",
-    "hvp_same_point": "hvp_same_point_kernel",
-    "hessian": "hessian_kernel",
-    "second_derivative": "second_derivative_kernel",
-}
