@@ -194,11 +194,6 @@ class Backend(abc.ABC):
         compose with themselves (forward over reverse in one engine) override this."""
         return None
 
-    def known_deviation(self, scenario: Any) -> str | None:
-        """Why this backend is known to disagree with a test scenario (an engine limit diface cannot
-        work around, named in test reports as an expected failure), or None."""
-        return None
-
     def as_outer_of(self, inner: Backend) -> Backend:
         """This backend as configured to differentiate what `inner` computes. Finite differences
         widen their step to the inner backend's accuracy; exact engines return themselves."""

@@ -100,8 +100,5 @@ class SecondOrder(Backend):
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         return self.inner.prepare_jacobian(problem)
 
-    def known_deviation(self, scenario: Any) -> str | None:
-        return self.outer.known_deviation(scenario) or self.inner.known_deviation(scenario)
-
     def second_order_backends(self) -> tuple[Backend, Backend]:
         return self.outer, self.inner

@@ -10,7 +10,7 @@ import pytest
 from toy_backends import ReverseOnly
 
 import diface as di
-from diface.testing import default_scenarios
+from diface.testing import default_scenarios, known_deviation
 from diface.testing._check import SECOND_ORDER, check_operator
 from diface.testing._kit import applicable
 
@@ -75,7 +75,7 @@ def operator_cases(backends: list, second_order: bool, scenarios: list | None = 
                 reason = applicable(backend, scenario)
                 if reason:
                     marks.append(pytest.mark.skip(reason=f"{backend.label()}: {reason}"))
-                deviation = backend.known_deviation(scenario)
+                deviation = known_deviation(backend, scenario)
                 if deviation:
                     marks.append(pytest.mark.xfail(reason=deviation, strict=True))
                 cases.append(

@@ -88,12 +88,12 @@ def test_a_wrong_backend_fails_with_a_readable_table():
 class KnownLimit(WrongTranspose):
     known_reason: ClassVar[str] = "this engine's pullback is known to be off (test double)"
 
-    def known_deviation(self, scenario: Scenario) -> str | None:
-        return self.known_reason
-
 
 def test_known_deviations_are_named_expected_failures():
-    report = test_differentiation([KnownLimit()], default_scenarios()[2:3], operators=["pullback", "gradient"])
+    deviations = lambda backend, scenario: KnownLimit.known_reason if isinstance(backend, KnownLimit) else None
+    report = test_differentiation(
+        [KnownLimit()], default_scenarios()[2:3], operators=["pullback", "gradient"], known_deviations=deviations
+    )
     by_op = {r.operator: r for r in report.rows}
     assert by_op["pullback"].status == "xfail" and by_op["pullback"].reason == KnownLimit.known_reason
     assert by_op["pullback"].failures  # the evidence is kept
@@ -183,3 +183,20 @@ def test_the_thread_check_catches_shared_state():
     assert check_threads(di.AutoFiniteDiff(), scenario, "gradient", threads=4, calls=20) == []
     with pytest.raises(AssertionError, match="threads"):
         test_differentiation([SharedBuffer()], [scenario], operators=["gradient"])
+
+
+def test_the_register_of_known_deviations():
+    from diface.testing import known_deviation, register_deviation, structural_scenarios
+
+    clamp_bound = next(s for s in structural_scenarios(("clamp",)) if s.role == "lo")
+    assert "np.clip" in known_deviation(di.AutoAutograd(), clamp_bound)
+    assert known_deviation(di.SecondOrder(di.AutoFiniteDiff(), di.AutoAutograd()), clamp_bound)
+    assert known_deviation(di.AutoFiniteDiff(), clamp_bound) is None
+    register_deviation("KnownLimit", lambda scenario: KnownLimit.known_reason)
+    try:
+        report = test_differentiation([KnownLimit()], default_scenarios()[2:3], operators=["pullback"])
+        assert {r.status for r in report.rows} <= {"xfail", "xpass"}
+    finally:
+        from diface.testing._deviations import _RULES
+
+        del _RULES["KnownLimit"]

@@ -284,14 +284,6 @@ class AutoAutograd(Backend):
     def prepare_derivative(self, problem: Problem) -> Kernel:
         return self.prepare_jacobian(problem)
 
-    def known_deviation(self, scenario: Any) -> str | None:
-        if getattr(scenario, "family", None) == "clamp" and getattr(scenario, "role", None) in ("lo", "hi"):
-            return (
-                "autograd's np.clip has derivative rules for x only, none for its bounds: differentiating "
-                "with respect to lo or hi raises NotSupportedError"
-            )
-        return None
-
     def _jvp_hint(self) -> str:
         return "use di.AutoAutograd(mode='reverse'), which needs no JVP rules"
 

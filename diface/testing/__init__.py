@@ -6,6 +6,7 @@
 """
 
 from ._check import Failure, check_operator, tolerances
+from ._deviations import known_deviation, register_deviation
 from ._kit import Report, Row, all_scenarios, benchmark_differentiation, test_differentiation
 from ._layouts import LAYOUTS, Layout, edge_scenarios, layout_scenarios
 from ._scenarios import Scenario, default_scenarios
@@ -28,7 +29,9 @@ __all__ = [
     "check_threads",
     "default_scenarios",
     "edge_scenarios",
+    "known_deviation",
     "layout_scenarios",
+    "register_deviation",
     "structural_scenarios",
     "test_differentiation",
     "tolerances",

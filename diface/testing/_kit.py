@@ -13,6 +13,7 @@ from .. import _operators as ops
 from .._prep import OPERATORS
 from .._table import format_table
 from ._check import Failure, _tangents, _y_dtype, check_operator, tolerances
+from ._deviations import known_deviation
 from ._layouts import edge_scenarios, layout_scenarios
 from ._scenarios import Scenario, default_scenarios
 from ._structural import structural_scenarios
@@ -126,6 +127,7 @@ def test_differentiation(
     operators: Iterable[str] | None = None,
     threads: int = 8,
     thread_calls: int = 10,
+    known_deviations: Callable[[Any, Scenario], str | None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Check backends against analytic (or recorded) results.
@@ -137,8 +139,9 @@ def test_differentiation(
     `threads` > 1, every operator of every scenario that is not a layout variant also runs from that
     many threads sharing one preparation, `thread_calls` calls each (`check_threads`), reported as
     the check "threads". Tolerances default to each backend's accuracy (see `tolerances`). Known
-    engine limits are reported as expected failures ("xfail") with their reason; scenarios a backend
-    cannot run as "n/a". `progress`, if given, is called with a description before each
+    engine limits (`known_deviations(backend, scenario)` gives the reason, or None; default: the kit's
+    register, `diface.testing.known_deviation`) are reported as expected failures ("xfail") with their
+    reason; scenarios a backend cannot run as "n/a". `progress`, if given, is called with a description before each
     backend-scenario pair.
 
     Raises `AssertionError` with a table of the failures, else returns the `Report`.
@@ -158,6 +161,7 @@ def test_differentiation(
         operators=operators,
         threads=threads,
         thread_calls=thread_calls,
+        known_deviations=known_deviations,
         progress=progress,
     )
     if not report.ok:
@@ -176,6 +180,7 @@ def run_checks(
     operators: Iterable[str] | None = None,
     threads: int = 8,
     thread_calls: int = 10,
+    known_deviations: Callable[[Any, Scenario], str | None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """`test_differentiation` without the raising: the report, failures included."""
@@ -189,7 +194,7 @@ def run_checks(
             if progress is not None:
                 progress(f"{name}: {scenario.name}")
             reason = applicable(backend, scenario)
-            deviation = backend.known_deviation(scenario)
+            deviation = (known_deviations or known_deviation)(backend, scenario)
             checks = [op for op in scenario.operators() if op in wanted]
             if "pushforward" in checks and "pullback" in checks:
                 checks.append(DOT_PRODUCT)
