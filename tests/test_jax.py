@@ -437,8 +437,8 @@ def test_agrees_with_finite_differences_on_every_operator():
 
 
 def test_backend_fields_are_validated_and_hashable():
-    assert di.AutoJAX() == di.AutoJAX("reverse", True) and hash(di.AutoJAX()) == hash(di.AutoJAX("reverse", True))
-    assert repr(di.AutoJAX()) == "AutoJAX(mode='reverse', jit=True)"
+    assert di.AutoJAX() == di.AutoJAX("auto", True) and hash(di.AutoJAX()) == hash(di.AutoJAX("auto", True))
+    assert repr(di.AutoJAX()) == "AutoJAX(mode='auto', jit=True)"
     assert di.AutoJAX().native_modes == {"forward", "reverse"}
     with pytest.raises(di.ArgumentError, match="mode"):
         di.AutoJAX("sideways")
@@ -461,3 +461,51 @@ def test_availability_and_missing_package(monkeypatch):
     assert isinstance(info.value, ImportError)
     with pytest.raises(di.BackendUnavailableError, match=r"diface\[jax\]"):
         di.prepare_hessian(f, di.SecondOrder(di.AutoFiniteDiff(), b), X)
+
+
+def test_auto_mode_picks_the_sweep_with_fewer_products(monkeypatch):
+    """jacfwd-like for tall Jacobians, jacrev-like for wide ones; square ones are timed both ways."""
+    from diface._derive import mode as mode_module
+
+    built = []
+    real = di.AutoJAX._jacobian_kernel
+
+    def spy(self, problem, mode):
+        built.append(mode)
+        return real(self, problem, mode)
+
+    monkeypatch.setattr(di.AutoJAX, "_jacobian_kernel", spy)
+    tall = lambda x: jnp.concatenate([jnp.sin(x)] * 10)
+    wide = lambda x: jnp.sum(x.reshape(10, -1), axis=0)
+    x = np.linspace(0.1, 1.0, 40)
+    for f, shape, want in ((tall, (400, 40), ["forward"]), (wide, (4, 40), ["reverse"])):
+        built.clear()
+        prep = di.prepare_jacobian(f, di.AutoJAX(), x)
+        assert built == want and prep.jacobian(x).shape == shape
+    built.clear()
+    square = lambda x: jnp.tanh(x) * x[::-1]
+    prep = di.prepare_jacobian(square, di.AutoJAX(), x)
+    assert sorted(built) == ["forward", "reverse"]  # close: both compiled and timed
+    np.testing.assert_allclose(prep.jacobian(x), np.asarray(jax.jacfwd(square)(x)), rtol=1e-12)
+    built.clear()
+    di.prepare_jacobian(square, di.AutoJAX("reverse"), x)
+    assert built == ["reverse"]  # an explicit mode is never second-guessed
+    assert mode_module.CLOSE >= 1
+
+
+def test_linearize_once_then_products():
+    """AutoJAX's linearization: jax.linearize compiled once, its linear map (a pytree) handed to compiled
+    batched products: pushes of the input basis and pulls of the output basis give J."""
+    from diface._problem import Problem
+
+    b, xj = di.AutoJAX(), jnp.asarray(X)
+    problem = Problem(g, xj, (), None, b.array_ops(xj))
+    jac = g_jacobian(X)
+    for mode in ("forward", "reverse"):
+        linearizer = b.prepare_linearize(problem, mode)
+        for point in (xj, xj + 0.5):  # one compiled linearization serves every point
+            lin = linearizer(point, (), None)
+            jac = g_jacobian(np.asarray(point))
+            got = lin.push(jnp.eye(X.size)) if mode == "forward" else lin.pull(jnp.eye(jac.shape[0]))
+            np.testing.assert_allclose(np.asarray(got), jac.T if mode == "forward" else jac, rtol=1e-12)
+            np.testing.assert_allclose(np.asarray(lin.value), np.asarray(g(point)), rtol=1e-12)

@@ -3,7 +3,9 @@
 Every operator is one JAX computation built here: pushforwards are `jvp`s (a `vmap` of them for a
 tuple of tangents), pullbacks `vjp`s, Jacobians, gradients and derivatives a `vmap` over the basis
 of the input (`mode="forward"`, like `jax.jacfwd`) or of the output (`mode="reverse"`, like
-`jax.jacrev`; a scalar output takes one `vjp`, like `jax.grad`). Second-order operators nest two of
+`jax.jacrev`; a scalar output takes one `vjp`, like `jax.grad`); the default `mode="auto"` takes
+the one with fewer products (forward where x has no more elements than f's output) and, where the
+counts are close, compiles both and keeps the faster at preparation. Second-order operators nest two of
 these in one computation: a plain `AutoJAX` is forward-over-reverse (`hvp` is a `jvp` of the
 gradient, `hessian` the forward basis sweep of it, like `jax.hessian`), and `SecondOrder` of two
 `AutoJAX` backends nests their modes as given. Same-point preparations keep a `linearize` (forward)
@@ -33,13 +35,14 @@ import numpy as np
 
 from .._arrays import ArrayOps, framework_ops, register_array_ops
 from .._backend import Backend
-from .._derive import SecondOrderPlan
+from .._derive import SecondOrderPlan, choose_kernel
+from .._linearization import Linearization, Linearizer
 from .._errors import ArgumentError, NotSupportedError
 from .._problem import Kernel, Problem
 
 __all__ = ["AutoJAX", "JaxOps"]
 
-_MODES = ("forward", "reverse")
+_MODES = ("auto", "forward", "reverse")
 _X64_HINT = (
     'enable 64-bit mode with jax.config.update("jax_enable_x64", True) at startup (or the environment '
     "variable JAX_ENABLE_X64=1), or pass float32 arrays"
@@ -180,9 +183,10 @@ class AutoJAX(Backend):
     """JAX: `jvp` (forward), `vjp` (reverse), batched with `vmap` and compiled with `jit`.
 
     Args:
-        mode: "reverse" (default) or "forward": the direction Jacobians, gradients and derivatives
-            sweep in (`jax.jacrev`-like or `jax.jacfwd`-like). Pushforwards always use `jvp` and
-            pullbacks `vjp`.
+        mode: "auto" (default), "forward" or "reverse": the direction Jacobians, gradients and
+            derivatives sweep in (`jax.jacfwd`-like or `jax.jacrev`-like); "auto" picks per problem:
+            fewer products wins, and both are compiled and timed at preparation where it is close.
+            Pushforwards always use `jvp` and pullbacks `vjp`.
         jit: compile each prepared operator whole with `jax.jit` at preparation (default). With
             `jit=False` nothing is compiled, for functions JAX cannot trace.
 
@@ -201,10 +205,10 @@ class AutoJAX(Backend):
                [ 0., 12.]], dtype=float32)
     """
 
-    mode: str = "reverse"
+    mode: str = "auto"
     jit: bool = True
 
-    native_modes: ClassVar[frozenset[str]] = frozenset(_MODES)
+    native_modes: ClassVar[frozenset[str]] = frozenset({"forward", "reverse"})
     supports_inplace: ClassVar[bool] = False
     package: ClassVar[str | None] = "jax"
     extra: ClassVar[str | None] = "jax"
@@ -212,7 +216,7 @@ class AutoJAX(Backend):
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
-            raise ArgumentError(f"AutoJAX: mode must be 'forward' or 'reverse', got {self.mode!r}")
+            raise ArgumentError(f"AutoJAX: mode must be 'auto', 'forward' or 'reverse', got {self.mode!r}")
         if not isinstance(self.jit, bool):
             raise ArgumentError(f"AutoJAX: jit must be True or False, got {self.jit!r}")
 
@@ -277,7 +281,15 @@ class AutoJAX(Backend):
         return linear_kernel(problem, (y,), transposed, pull_with, cotangents, self._jits(problem))
 
     def prepare_jacobian(self, problem: Problem) -> Kernel:
-        f, mode = problem.f, self.mode
+        return choose_kernel(self, problem, lambda mode: self._jacobian_kernel(problem, mode))
+
+    prepare_gradient = prepare_jacobian
+    prepare_derivative = prepare_jacobian
+
+    def _jacobian_kernel(self, problem: Problem, mode: str) -> Kernel:
+        """The Jacobian as one computation: `vmap` of `jvp`s over the input basis (forward, like
+        `jax.jacfwd`) or of `vjp`s over the output basis (reverse, like `jax.jacrev`)."""
+        f = problem.f
         seeds = Seeds(traced=self._jits(problem))
 
         def jacobian(full: bool) -> Callable:
@@ -289,8 +301,31 @@ class AutoJAX(Backend):
 
         return self._kernel(problem, jacobian, None)
 
-    prepare_gradient = prepare_jacobian
-    prepare_derivative = prepare_jacobian
+    def prepare_linearize(self, problem: Problem, mode: str) -> Linearizer:
+        """`jax.linearize` of f at each point (compiled, when jitting, once for the problem's shapes); the
+        linear map, a pytree of residuals, goes to compiled batched products: `vmap` of it (push) or of
+        its transpose (pull)."""
+        import jax
+
+        f, jit = problem.f, self._jits(problem)
+        x_spec = jax.ShapeDtypeStruct(np.shape(problem.x), problem.x_dtype)
+
+        def linearize(x: Any, cv: tuple) -> tuple:
+            return jax.linearize(bind(f, cv), x)
+
+        def push(linear: Callable, tangents: Any) -> Any:
+            return jax.vmap(linear)(tangents)
+
+        def pull(linear: Callable, cotangents: Any) -> Any:
+            return jax.vmap(lambda c: jax.linear_transpose(linear, x_spec)(c)[0])(cotangents)
+
+        if jit:
+            linearize, push, pull = jax.jit(linearize), jax.jit(push), jax.jit(pull)
+
+        def linearizer(x: Any, cv: tuple, y: Any) -> Linearization:
+            return _JaxLinearization(*linearize(x, cv), push, pull)
+
+        return linearizer
 
     # -- second order (this backend outside, `inner` inside) -------------------------------------
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
@@ -352,7 +387,11 @@ class _JaxNest(SecondOrderPlan):
         self.outer = outer
         self.jit = outer.jit and inner.jit
         self.seeds = Seeds(traced=self.jit and not problem.single_use)
-        self.outer_mode, self.inner_mode = outer.mode, inner.mode
+        y_scalar = problem.y_spec[0] == ()
+        # "auto": forward over reverse for a gradient (like jax.hessian), forward over forward for the
+        # derivative of a scalar input
+        self.outer_mode = "forward" if outer.mode == "auto" else outer.mode
+        self.inner_mode = ("reverse" if y_scalar else "forward") if inner.mode == "auto" else inner.mode
 
     def inner_derivative(self, cv: tuple) -> Callable:
         """x -> (inner Jacobian of f at x, f(x)): the gradient, or the derivative for a scalar x."""
@@ -401,6 +440,24 @@ class _JaxNest(SecondOrderPlan):
 
     def second_derivative(self) -> Kernel:
         return self._nested()
+
+
+class _JaxLinearization(Linearization):
+    """f linearized at a point by `jax.linearize`: its value and linear map (a pytree of residuals, so
+    the compiled products take it as an argument without compiling again)."""
+
+    shareable = True  # JAX arrays are immutable
+
+    def __init__(self, value: Any, linear: Callable, push: Callable, pull: Callable) -> None:
+        self.value = value
+        self.linear = linear
+        self._push, self._pull = push, pull
+
+    def push(self, tangents: Any) -> Any:
+        return self._push(self.linear, tangents)
+
+    def pull(self, cotangents: Any) -> Any:
+        return self._pull(self.linear, cotangents)
 
 
 def x_only_kernel(plain: Callable, full: Callable, problem: Problem, entries: int, dtype: Any) -> Kernel:
