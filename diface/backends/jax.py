@@ -36,8 +36,8 @@ import numpy as np
 from .._arrays import ArrayOps, framework_ops, register_array_ops
 from .._backend import Backend
 from .._derive import SecondOrderPlan, choose_kernel
-from .._linearization import Linearization, Linearizer
 from .._errors import ArgumentError, NotSupportedError
+from .._linearization import Linearization, Linearizer
 from .._problem import Kernel, Problem
 
 __all__ = ["AutoJAX", "JaxOps"]
