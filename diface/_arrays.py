@@ -32,6 +32,8 @@ class ArrayOps(abc.ABC):
     mutable: bool = True
     #: the array type(s) this namespace owns
     array_types: tuple[type, ...] = ()
+    #: whether an array's device is part of what a preparation is made for (the strict check names it)
+    devices_matter: bool = False
 
     def is_native(self, a: Any) -> bool:
         return isinstance(a, self.array_types)

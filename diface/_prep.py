@@ -142,6 +142,13 @@ class Prep:
         # a kernel may offer `x_only(x)`: the plain result from x alone (a compiled program, say);
         # then the plain operator's method calls it with nothing but the strict check
         self._x_only = self._direct_program(kernel, same_point)
+        # calls with x and one tangent (pushforward, pullback, hvp) of the prepared array type take a
+        # shorter path through run() too; NumPy arrays are converted there unless the kernel takes them
+        self._t_spec = None
+        if self.op.extra is not None and batch is None and len(signature.labels) == 2 and not same_point:
+            if (self._x_type is np.ndarray and signature.specs[1][0] is np.ndarray) or not to_user:
+                self._t_spec = signature.specs[1][:3]
+        self._convert_x_and_t = to_user and not self._takes_numpy
         if self._x_only is not None:
             self._install_direct_path()
         # same-point preparations remember the point: x and the Constant values, as the user gave them
@@ -293,6 +300,25 @@ class Prep:
                 return d[()] if self._scalar_result and type(d) is np.ndarray else d
             results = tuple(self._result(d, None) for d in r[1:])
             return (r[0], *results) if self.op.value_first else results
+        if self._t_spec is not None and not contexts and out is None and y is None and type(extra) is self._t_spec[0]:
+            # the hot path of pushforward, pullback and hvp: x and one tangent, nothing else
+            if (
+                check
+                and self.strict
+                and (
+                    type(x) is not self._x_type
+                    or x.dtype != self._x_dtype
+                    or x.shape != self._x_shape
+                    or extra.dtype != self._t_spec[1]
+                    or extra.shape != self._t_spec[2]
+                )
+            ):
+                self.check(x, extra, contexts, y)
+            if self._convert_x_and_t:
+                x = native_x(self.ops, x)
+                extra = _native_tangent(self.ops, extra, x, None, self.op.name, self.op.extra)
+            r = self.kernel(x, (extra,), (), None, full)
+            return self._deliver(r, full, False, None, None)
         if contexts:
             check_contexts(contexts, self.op.name)
         if check and self.strict:

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import ops_for
+
 __all__ = ["Signature", "describe", "describe_value"]
 
 
@@ -16,11 +18,12 @@ def describe(a: Any) -> tuple:
 
 
 def device_of(a: Any) -> Any:
-    """The device of a framework's array (a torch tensor, a JAX array), else None."""
+    """The device of an array whose namespace says its device matters to a preparation (torch: seeds
+    and buffers live there), else None."""
     if isinstance(a, (np.ndarray, np.generic)):
         return None
-    device = getattr(a, "device", None)
-    return None if callable(device) else device
+    ops = ops_for(a)
+    return a.device if ops is not None and ops.devices_matter else None
 
 
 def describe_value(spec: tuple) -> str:
