@@ -138,39 +138,76 @@ def _cell(cell: dict[str, int]) -> str:
     return text
 
 
-def bench(console: Any, specs: list[str] | None, plot: str | None) -> int:
+def bench(console: Any, specs: list[str] | None, plot: str | None, full: bool = False) -> int:
     from rich.markup import escape
     from rich.progress import Progress
     from rich.table import Table
 
-    from .testing._bench import compare_speed
+    from .testing._bench import CASES, compare_minimize, compare_speed, full_cases
 
     backends = _chosen(specs)
     if plot:
         _require_matplotlib()
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("timing", total=None)
-        rows = compare_speed(backends, progress=lambda what: progress.update(task, description=escape(what[:70])))
+        step = lambda what: progress.update(task, description=escape(what[:70]))
+        rows = compare_speed(backends, full_cases() if full else CASES, progress=step)
+        step("scipy.optimize.minimize(method='trust-ncg')")
+        minimize_rows = compare_minimize(backends) if _has_scipy() else []
     table = Table(title="prepared diface call vs the engine called directly (medians of interleaved rounds)")
-    for column in ("backend", "operator", "problem", "n", "diface", "direct", "reference", "ratio"):
-        table.add_column(column, justify="right" if column in ("n", "diface", "direct", "ratio") else "left")
+    columns = ("backend", "operator", "n", "input", "diface", "direct", "reference", "ratio", "memory")
+    for column in columns:
+        justify = "right" if column in ("n", "diface", "direct", "ratio") else "left"
+        table.add_column(column, justify=justify, overflow="fold")
     for r in rows:
-        colour = "green" if r.ratio <= 1.15 else "yellow" if r.ratio <= 1.5 else "red"
         table.add_row(
             r.backend,
             r.operator,
-            r.problem,
             str(r.n),
+            r.input,
             _us(r.diface_seconds),
             _us(r.direct_seconds),
             r.reference,
-            f"[{colour}]{r.ratio:.2f}[/]",
+            _ratio(r.ratio),
+            _memory(r),
         )
     console.print(table)
+    console.print(
+        "problems: Rosenbrock (gradient, hvp), tanh(A x) + x (jacobian), sum(softplus(A x)) + |x|^2 / 2 (hessian). "
+        "memory: the result's size; the preparation's resident memory; the peak of one call above what was "
+        "resident before it"
+    )
+    if minimize_rows:
+        table = Table(title="scipy.optimize.minimize(rosenbrock, method='trust-ncg', jac=, hessp=), n = 100")
+        for column in ("backend", "iterations", "diface", "direct", "reference", "ratio"):
+            table.add_column(column)
+        for m in minimize_rows:
+            table.add_row(
+                m.backend, str(m.iterations), _us(m.diface_seconds), _us(m.direct_seconds), m.reference, _ratio(m.ratio)
+            )
+        console.print(table)
     if plot:
         _plot(rows, plot)
         console.print(f"plot written to {plot}")
     return 0
+
+
+def _has_scipy() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("scipy") is not None
+
+
+def _ratio(ratio: float) -> str:
+    colour = "green" if ratio <= 1.15 else "yellow" if ratio <= 1.5 else "red"
+    return f"[{colour}]{ratio:.2f}[/]"
+
+
+def _memory(row: Any) -> str:
+    if row.operator not in ("jacobian", "hessian") or row.prep_mib is None:
+        return ""
+    peak = "?" if row.peak_mib is None else f"{row.peak_mib:.1f}"
+    return f"{row.result_mib:.1f} / {row.prep_mib:.1f} / {peak} MiB"
 
 
 def _us(seconds: float) -> str:
@@ -190,7 +227,7 @@ def _plot(rows: list, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [f"{r.backend}\n{r.operator} n={r.n}" for r in rows]
+    labels = [f"{r.backend}\n{r.operator} n={r.n} {r.input}" for r in rows]
     ratios = [r.ratio for r in rows]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(rows)), 4.0))
     ax.bar(range(len(rows)), ratios, color=["tab:green" if q <= 1.15 else "tab:orange" for q in ratios])
@@ -217,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     b = commands.add_parser("bench", help="prepared diface calls against the engines called directly")
     b.add_argument("--backends", nargs="+", metavar="NAME[:ARG]")
     b.add_argument("--plot", metavar="FILE.png", help="also draw the ratios (needs matplotlib)")
+    b.add_argument(
+        "--full", action="store_true", help="the whole grid: n to 1e5 (gradient, hvp), 1000 (jacobian), 300 (hessian)"
+    )
     args = parser.parse_args(argv)
 
     from rich.console import Console
@@ -232,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             return info(console)
         if args.command == "compare":
             return compare(console, args.backends, args.scenarios)
-        return bench(console, args.backends, args.plot)
+        return bench(console, args.backends, args.plot, args.full)
     except DifaceError as e:
         from rich.markup import escape
 
