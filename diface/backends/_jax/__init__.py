@@ -1,0 +1,10 @@
+"""The machinery of `AutoJAX` (see `diface/backends/jax.py`), one job per module:
+
+- `_ops`: JAX arrays as the core sees them (`JaxOps`);
+- `_transforms`: traceable building blocks (jvp/vjp batches, basis sweeps, seeds);
+- `_compile`: whole programs compiled per preparation, the direct path for x alone;
+- `_linearize`: `jax.linearize` compiled once, applied to batches;
+- `_nest`: second order, two modes nested in one computation.
+
+Nothing here imports jax at module import: jax is imported inside functions, on first use.
+"""

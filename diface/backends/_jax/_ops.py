@@ -1,0 +1,146 @@
+"""JAX arrays as the core sees them: `JaxOps`, registered for arrays of an imported jax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..._arrays import ArrayOps, register_array_ops
+from ..._errors import NotSupportedError
+
+__all__ = ["X64_HINT", "JaxOps", "device_of"]
+
+X64_HINT = (
+    'enable 64-bit mode with jax.config.update("jax_enable_x64", True) at startup (or the environment '
+    "variable JAX_ENABLE_X64=1), or pass float32 arrays"
+)
+
+
+class JaxOps(ArrayOps):
+    """JAX arrays (and tracers): immutable, on the device of the array they are made like."""
+
+    name = "jax"
+    mutable = False
+
+    def __init__(self) -> None:
+        import jax
+        import jax.numpy as jnp
+
+        self.jax = jax
+        self.jnp = jnp
+        self.array_types = (jax.Array,)
+        self._default_device = jax.devices()[0]
+
+    # conversions -----------------------------------------------------------------------------
+    def asarray(self, a: Any, like: Any = None) -> Any:
+        if isinstance(a, self.jax.Array):
+            return a
+        a = np.asarray(a)
+        self.check_precision(a.dtype)
+        device = device_of(like)
+        if device is None or device == self._default_device:
+            return self.jnp.asarray(a)  # several times faster than naming the device
+        return self.jnp.asarray(a, device=device)
+
+    def check_precision(self, dtype: Any) -> None:
+        """Raise `NotSupportedError` if JAX would store `dtype` with less precision (64-bit mode off)."""
+        if np.dtype(dtype).kind in "fc" and self.jax.dtypes.canonicalize_dtype(dtype) != dtype:
+            raise NotSupportedError(
+                f"AutoJAX: a {np.dtype(dtype)} array would silently become "
+                f"{self.jax.dtypes.canonicalize_dtype(dtype)} because JAX's 64-bit mode is off; {X64_HINT}"
+            )
+
+    def to_numpy(self, a: Any) -> np.ndarray:
+        return np.array(a)  # a writable copy (np.asarray of a JAX array is a read-only view)
+
+    # construction ----------------------------------------------------------------------------
+    def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any:
+        return self.jnp.zeros(shape, dtype, device=device_of(like))
+
+    def eye(self, n: int, dtype: Any, like: Any = None) -> Any:
+        return self.jnp.eye(n, dtype=dtype, device=device_of(like))
+
+    def copy(self, a: Any) -> Any:
+        return self.jnp.array(a, copy=True)
+
+    # shape -----------------------------------------------------------------------------------
+    def reshape(self, a: Any, shape: tuple) -> Any:
+        return self.jnp.reshape(a, shape)
+
+    def stack(self, arrays: list, axis: int = 0) -> Any:
+        return self.jnp.stack(arrays, axis=axis)
+
+    def concat(self, arrays: list) -> Any:
+        return self.jnp.concatenate(arrays)
+
+    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
+        return self.jnp.moveaxis(a, source, destination)
+
+    def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
+        rows = self.jnp.eye(hi - lo, n, lo, dtype=dtype, device=device_of(like))
+        return rows.reshape((hi - lo, *shape))
+
+    # arithmetic ------------------------------------------------------------------------------
+    def matmul(self, a: Any, b: Any) -> Any:
+        return self.jnp.matmul(a, b)
+
+    def vdot(self, a: Any, b: Any) -> Any:
+        return self.jnp.sum(a * b)
+
+    def abs(self, a: Any) -> Any:
+        return self.jnp.abs(a)
+
+    def max(self, a: Any) -> Any:
+        return self.jnp.max(a)
+
+    def maximum(self, a: Any, b: Any) -> Any:
+        return self.jnp.maximum(a, b)
+
+    def imag(self, a: Any) -> Any:
+        return self.jnp.imag(a)
+
+    # writing: JAX arrays cannot be written -----------------------------------------------------
+    def copyto(self, dst: Any, src: Any) -> None:
+        raise NotSupportedError("JAX arrays are immutable and cannot be written into")
+
+    def flat_view(self, a: Any) -> Any:
+        raise NotSupportedError("JAX arrays are immutable: there are no writable views")
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        return False  # nothing can be written through an immutable array
+
+    def equal(self, a: Any, b: Any) -> bool:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+    # dtypes ----------------------------------------------------------------------------------
+    def astype(self, a: Any, dtype: Any) -> Any:
+        return self.jnp.asarray(a).astype(dtype)
+
+    def result_type(self, *dtypes: Any) -> Any:
+        return self.jnp.result_type(*dtypes)
+
+    def is_floating(self, dtype: Any) -> bool:
+        return bool(self.jnp.issubdtype(dtype, self.jnp.floating))
+
+    def is_complex(self, dtype: Any) -> bool:
+        return bool(self.jnp.issubdtype(dtype, self.jnp.complexfloating))
+
+    def eps(self, dtype: Any) -> float:
+        return float(self.jnp.finfo(dtype).eps)
+
+    def complex_dtype(self, dtype: Any) -> Any:
+        return self.jnp.result_type(dtype, self.jnp.complex64)
+
+
+register_array_ops("jax", JaxOps)
+
+
+def device_of(like: Any) -> Any:
+    """The single device a concrete JAX array lives on, else None (tracers, NumPy, multi-device)."""
+    device = getattr(like, "device", None) if like is not None else None
+    if device is None:
+        return None
+    import jax
+
+    return device if isinstance(device, jax.Device) else None
