@@ -63,7 +63,7 @@ def _rows(matrix: Any, index: np.ndarray) -> Any:
     if not missing.any():
         return matrix[index]
     safe = np.where(missing, 0, index)
-    keep = sp.diags_array((~missing).astype(np.int8), format="csr")
+    keep = sp.diags_array((~missing).astype(np.int8), format="csr", dtype=np.int8)
     return (keep @ matrix[safe]).astype(bool)
 
 
