@@ -18,6 +18,7 @@ from ._errors import (
     ShapeError,
     TapeMismatchError,
 )
+from ._mixed_mode import MixedMode
 from ._operators import (
     derivative,
     gradient,
@@ -53,17 +54,49 @@ from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoTape, AutoTorch
 
 __version__ = "0.1.0"
 
+# the sparse machinery (colorings, detectors) loads when first asked for: `import diface` stays quick
+_LAZY = {
+    "AutoSparse": "._sparse._autosparse",
+    "GreedyColoring": "._sparse._coloring",
+    "DenseSparsityDetector": "._sparse._detectors",
+    "KnownSparsity": "._sparse._detectors",
+    "TracerSparsityDetector": "._sparse._detectors",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'diface' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
     # backends
     "AutoAutograd",
     "AutoFiniteDiff",
     "AutoJAX",
+    "AutoSparse",
     "AutoTape",
     "AutoTorch",
     "Backend",
+    "MixedMode",
     "SecondOrder",
     "check_available",
     "check_inplace",
+    # sparsity
+    "DenseSparsityDetector",
+    "GreedyColoring",
+    "KnownSparsity",
+    "TracerSparsityDetector",
     # contexts
     "Cache",
     "Constant",

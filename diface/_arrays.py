@@ -114,6 +114,27 @@ class ArrayOps(abc.ABC):
         """Write `src` into the existing array `dst` (same shape)."""
         dst[...] = src
 
+    # sparse results (AutoSparse) --------------------------------------------------------------
+    def index_array(self, a: np.ndarray, like: Any = None) -> Any:
+        """The NumPy integer array `a` as this library's index array (on `like`'s device)."""
+        return self.asarray(a, like=like)
+
+    def sparse_matrix(self, pattern: Any, data: Any) -> Any:
+        """The (m, n) sparse matrix with the nonzeros `data` (in `pattern`'s CSR order)."""
+        from ._errors import NotSupportedError
+
+        raise NotSupportedError(f"diface knows no sparse matrix type for {self.name} arrays; pass NumPy input")
+
+    def check_sparse_out(self, buf: Any, pattern: Any, name: str) -> None:
+        """Raise unless `buf` is a sparse matrix of this library with `pattern` that can be written."""
+        from ._errors import NotSupportedError
+
+        raise NotSupportedError(f"{name}: {self.name} sparse matrices cannot be out= buffers")
+
+    def write_sparse(self, buf: Any, data: Any) -> None:
+        """Write the nonzeros `data` into the sparse matrix `buf`."""
+        raise NotImplementedError
+
     def check_writable(self, a: Any, label: str = "an out= buffer") -> None:  # noqa: B027 - a hook
         """Raise a `DifaceError` unless results can be written into `a` (called on every `out=` buffer
         before any is written). Nothing to check for most array types."""
@@ -202,6 +223,12 @@ class NumpyOps(ArrayOps):
 
     def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
         return np.eye(hi - lo, n, lo, dtype=dtype).reshape((hi - lo, *shape))
+
+    def index_array(self, a: np.ndarray, like: Any = None) -> Any:
+        return a
+
+    def sparse_matrix(self, pattern: Any, data: Any) -> Any:
+        return pattern.to_scipy(np.asarray(data))
 
     def vdot(self, a: Any, b: Any) -> Any:
         return np.sum(a * b)

@@ -143,6 +143,27 @@ class Backend(abc.ABC):
             return _derive.same_point_products(linearizer, problem, False)
         return self.prepare_pullback(problem, cotangents)
 
+    # -- sparsity ------------------------------------------------------------------------------
+    def detect_sparsity(self, problem: Problem, order: int) -> Any:
+        """The global pattern (valid at every x) of f's Jacobian (`order` 1, shape (y.size, x.size)) or
+        Hessian (2, (x.size, x.size)), from f's program: a scipy.sparse matrix, a `Pattern`, or
+        `diface._sparsity.Deps`. Engines that can trace f override this (`TracerSparsityDetector`)."""
+        raise NotSupportedError(
+            f"{self!r} cannot trace f for its sparsity pattern; use di.DenseSparsityDetector(backend) (the "
+            "pattern at the preparation point) or di.KnownSparsity(pattern)"
+        )
+
+    def prepare_sparse_jacobian(self, problem: Problem, coloring: Any) -> Kernel | None:
+        """A kernel returning the nonzeros of J (in the pattern's CSR order) for `coloring` (see
+        `diface._sparse.Coloring`), or None for the core's (compressed products and a gather). Engines
+        that compile whole programs override this."""
+        return None
+
+    def prepare_sparse_hessian(self, problem: Problem, coloring: Any) -> Kernel | None:
+        """Like `prepare_sparse_jacobian`, for the nonzeros of H from a star `coloring`; full variants
+        also return the value and the gradient."""
+        return None
+
     # -- derived first-order operators ---------------------------------------------------------
     def prepare_derivative(self, problem: Problem) -> Kernel:
         return _derive.derive_jacobian(self, problem)

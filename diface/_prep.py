@@ -133,7 +133,15 @@ class Prep:
         self._cast = declared is None or declared != self.dtype
         # calls with nothing but x, of an operator without tangents, that need no conversion take a
         # shorter path through run(); a 0-d NumPy result still becomes a NumPy scalar there
-        self._fast = self._only_x and not to_user and not same_point and self.op.extra is None
+        # a sparse Jacobian or Hessian (AutoSparse): the kernel returns the nonzeros, the layout makes
+        # the matrix; the preparation shows the pattern and the coloring
+        self._sparse = getattr(kernel, "sparse", None)
+        if self._sparse is not None:
+            self.sparsity_pattern = self._sparse.scipy_pattern()
+            self.coloring = self._sparse.coloring
+            self.ncolors = self.coloring.ncolors
+            self.column_colors, self.row_colors = self.coloring.column_colors, self.coloring.row_colors
+        self._fast = self._only_x and not to_user and not same_point and self.op.extra is None and self._sparse is None
         self._scalar_result = self.user_numpy and self.op.result_shapes(self.x_shape, self.y_shape)[-1] == ()
         # a kernel may say it takes NumPy arrays (x, tangents, contexts) as they are, converting them
         # itself on the way in (a compiled JAX program does, for about a microsecond): then the call
@@ -145,9 +153,11 @@ class Prep:
         # calls with x and one tangent (pushforward, pullback, hvp) of the prepared array type take a
         # shorter path through run() too; NumPy arrays are converted there unless the kernel takes them
         self._t_spec = None
-        if self.op.extra is not None and batch is None and len(signature.labels) == 2 and not same_point:
+        t_is_array = len(signature.specs) == 2 and signature.specs[1][1] is not None
+        if self.op.extra is not None and batch is None and t_is_array and not same_point:
             if (self._x_type is np.ndarray and signature.specs[1][0] is np.ndarray) or not to_user:
                 self._t_spec = signature.specs[1][:3]
+                self._t_device = signature.specs[1][3]  # where devices matter (torch), else None
         self._convert_x_and_t = to_user and not self._takes_numpy
         if self._x_only is not None:
             self._install_direct_path()
@@ -190,6 +200,16 @@ class Prep:
         program = getattr(kernel, "x_only", None)
         if program is None or not self._only_x or same_point or self.op.extra is not None:
             return None
+        if self._sparse is not None:  # the program gives the nonzeros: the matrix is made around them
+            if self.to_user and (not self._takes_numpy or self._x_type is not np.ndarray):
+                return None
+            layout, ops, to_user, user_numpy = self._sparse, self.ops, self.to_user, self.user_numpy
+
+            def sparse_program(x: Any) -> Any:
+                data = program(x)
+                return layout.build(ops, ops.to_numpy(data) if to_user else data, user_numpy)
+
+            return sparse_program
         if not self.to_user:
             return None if self._scalar_result else program
         if not self._takes_numpy or self._x_type is not np.ndarray:
@@ -311,6 +331,7 @@ class Prep:
                     or x.shape != self._x_shape
                     or extra.dtype != self._t_spec[1]
                     or extra.shape != self._t_spec[2]
+                    or (self._t_device is not None and extra.device != self._t_device)
                 )
             ):
                 self.check(x, extra, contexts, y)
@@ -378,7 +399,9 @@ class Prep:
         else:
             buffers = (out,)
         for level, (buf, shape) in enumerate(zip(buffers, shapes)):
-            if level == len(shapes) - 1 and type(extra) is tuple:
+            if level == len(shapes) - 1 and self._sparse is not None:
+                self._sparse.check_out(name, buf, self.user_numpy, self.ops, self.user_dtype)
+            elif level == len(shapes) - 1 and type(extra) is tuple:
                 if not isinstance(buf, tuple) or len(buf) != len(extra):
                     raise ArgumentError(
                         f"{name}: with {len(extra)} tangents, out= needs a tuple of {len(extra)} buffers, "
@@ -414,7 +437,7 @@ class Prep:
         if not full and out is None:  # the plain operator, returned rather than written
             d = r[-1]
             if self.op.extra is None:
-                return self._result(d, None)
+                return self._result(d, None, last=True)
             items = tuple(self._result(v, None) for v in d)
             return items if batched else items[0]
         results = r[1:] if full else r[-1:]
@@ -427,18 +450,22 @@ class Prep:
                 items = tuple(self._result(di, bi) for di, bi in zip(d, bufs))
                 delivered.append(items if batched else items[0])
             else:
-                delivered.append(self._result(d, buf))
+                delivered.append(self._result(d, buf, last=level == n - 1))
         if not full:
             return delivered[0]
         if not self.op.value_first:
             return tuple(delivered)
         return (self._value(r[0], y), *delivered)
 
-    def _result(self, d: Any, buf: Any) -> Any:
+    def _result(self, d: Any, buf: Any, last: bool = False) -> Any:
         if self._cast and getattr(d, "dtype", None) != self.dtype:
             d = self.ops.astype(d, self.dtype)
         if self.to_user:
             d = self.ops.to_numpy(d)
+        if last and self._sparse is not None:  # the nonzeros of a sparse Jacobian or Hessian
+            if buf is not None:
+                return self._sparse.write(self.ops, buf, d, self.user_numpy)
+            return self._sparse.build(self.ops, d, self.user_numpy)
         if buf is not None:
             (NUMPY if self.user_numpy else self.ops).copyto(buf, d)
             return buf

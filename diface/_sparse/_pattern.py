@@ -18,6 +18,7 @@ it, and `Pattern.to_scipy(data)` turns them into a matrix.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -183,6 +184,14 @@ class Pattern:
             t._cache["T"] = self
             self._cache["T"] = t
         return self._cache["T"]
+
+    def memo(self, key: Any, make: Callable[[], Any]) -> Any:
+        """`make()`, made once per `key` and kept with this pattern: an array library's copy of the index
+        arrays (on a device), say, that every result of one preparation shares."""
+        key = ("memo", key)
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
     def is_symmetric(self) -> bool:
         """Square, and (i, j) is a nonzero exactly when (j, i) is."""

@@ -169,11 +169,12 @@ class Deps:
         """Element e of the result depends on the elements of this value in row e of the sparse 0/1
         matrix `members` (q x p): any linear map with that structure (or, for `kind` other than
         LINEAR, a product of the members)."""
-        members = members.astype(np.int8).tocsr()
-        first = (members @ self.first.astype(np.int8)).astype(bool)
+        # counts in int32: a sum of many ones in int8 can wrap around to 0 and lose a dependency
+        members = members.astype(np.int32).tocsr()
+        first = (members @ self.first.astype(np.int32)).astype(bool)
         second = None
         if self.second is not None:
-            second = (members @ self.second.astype(np.int8)).astype(bool)
+            second = (members @ self.second.astype(np.int32)).astype(bool)
             if kind is not Nonlinearity.LINEAR:
                 second = second + _outer(first, first, self.n)
         return self._like(shape, first, second)

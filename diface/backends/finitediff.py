@@ -124,6 +124,13 @@ class AutoFiniteDiff(Backend):
             )
         return ops
 
+    def detect_sparsity(self, problem: Problem, order: int) -> Any:
+        """The global pattern of NumPy code from AutoTape's tracer (`TracerSparsityDetector`): f recorded
+        once on a traced x and run on index sets (see `diface.backends._tape._sparsity`)."""
+        from ._tape._sparsity import tape_sparsity
+
+        return tape_sparsity(problem, order)
+
     # -- pushforward: difference quotients along each tangent ----------------------------------------
     def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
         # one-sided differences need f(x): at a fixed point it is computed once, here

@@ -111,6 +111,22 @@ class AutoJAX(Backend):
 
         jax.config.update("jax_enable_x64", True)
 
+    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
+        """f's output shape and dtype from an abstract trace (`jax.eval_shape`) where the preparation
+        compiles anyway: running f eagerly would compile each of its operations for x's shape first.
+        f that cannot be traced abstractly (a Python branch on x) is evaluated as it is."""
+        if not self._jits(problem) or problem.y is not None:
+            return problem.y_spec
+        import jax
+
+        try:
+            out = jax.eval_shape(bind(problem.f, problem.context_values), problem.x)
+        except Exception:  # whatever f does under tracing, evaluating it says it plainly
+            return problem.y_spec
+        if not isinstance(out, jax.ShapeDtypeStruct):
+            return problem.y_spec  # None, a list, a tuple...: the evaluation says what is wrong
+        return tuple(out.shape), out.dtype
+
     def second_order_backends(self) -> tuple[Backend, Backend]:
         # forward over reverse: the cheapest Hessian-vector products (what jax.hessian does)
         return dataclasses.replace(self, mode="forward"), dataclasses.replace(self, mode="reverse")
@@ -177,6 +193,23 @@ class AutoJAX(Backend):
         """`jax.linearize` compiled once for the problem's shapes; its linear map goes to compiled
         batched products (see `diface.backends._jax._linearize`)."""
         return linearizer(problem, self._jits(problem))
+
+    def detect_sparsity(self, problem: Problem, order: int) -> Any:
+        """The global pattern from f's jaxpr (see `diface.backends._jax._sparsity`)."""
+        from ._jax._sparsity import jaxpr_sparsity
+
+        return jaxpr_sparsity(problem.f, problem.x, problem.context_values, order == 2)
+
+    def prepare_sparse_jacobian(self, problem: Problem, coloring: Any) -> Kernel:
+        """Compressed products and decompression compiled as one program (`diface.backends._jax._sparse`)."""
+        from ._jax._sparse import sparse_jacobian_kernel
+
+        return sparse_jacobian_kernel(problem, coloring, self._jits(problem))
+
+    def prepare_sparse_hessian(self, problem: Problem, coloring: Any) -> Kernel:
+        from ._jax._sparse import sparse_hessian_kernel
+
+        return sparse_hessian_kernel(problem, coloring, self._jits(problem))
 
     # -- second order (this backend outside, `inner` inside) -------------------------------------
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:

@@ -77,6 +77,26 @@ class JaxOps(ArrayOps):
     def moveaxis(self, a: Any, source: int, destination: int) -> Any:
         return self.jnp.moveaxis(a, source, destination)
 
+    def index_array(self, a: np.ndarray, like: Any = None) -> Any:
+        return self.jnp.asarray(a, device=device_of(like)) if device_of(like) is not None else self.jnp.asarray(a)
+
+    def sparse_matrix(self, pattern: Any, data: Any) -> Any:
+        """A `jax.experimental.sparse.BCOO` (indices: rows and columns, in CSR order). The indices go to
+        the device once per pattern; each result is assembled from them and `data` directly (the BCOO
+        constructor's checks cost 20-30 µs, more than the compressed products of a small problem)."""
+        device = device_of(data)
+        structure, indices = pattern.memo(("bcoo", device), lambda: self._bcoo_parts(pattern, device))
+        return self.jax.tree_util.tree_unflatten(structure, (data, indices))
+
+    def _bcoo_parts(self, pattern: Any, device: Any) -> tuple:
+        from jax.experimental import sparse
+
+        indices = np.stack([pattern.rows, pattern.cols], axis=1).astype(np.int32)
+        indices = self.jnp.asarray(indices, device=device) if device is not None else self.jnp.asarray(indices)
+        empty = self.jnp.zeros(pattern.nnz)
+        example = sparse.BCOO((empty, indices), shape=pattern.shape, indices_sorted=True, unique_indices=True)
+        return self.jax.tree_util.tree_structure(example), indices
+
     def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
         rows = self.jnp.eye(hi - lo, n, lo, dtype=dtype, device=device_of(like))
         return rows.reshape((hi - lo, *shape))
