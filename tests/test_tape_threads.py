@@ -229,7 +229,7 @@ def test_copy_shares_the_recording_not_the_buffers():
         kernel = prep.kernel
         twin = kernel.copy()
         assert type(twin) is type(kernel) and twin.rec is kernel.rec
-        mine, theirs = kernel._local.replay, twin._local.replay
+        mine, theirs = kernel.replays._local.replay, twin.replays._local.replay
         assert mine.fwd.x_buf is not theirs.fwd.x_buf and mine.main.seed is not theirs.main.seed
         extra = None if prep.op.extra is None else (x,)
         for z in (x, 2 * x):

@@ -3,11 +3,13 @@
 Preparation traces `f` with a `TapeArray` standing in for x: NumPy dispatches every ufunc, function,
 operator and index on it to the tape, which computes the value and appends a node (the operation, the
 slots it reads and writes, its metadata; its local JVP and VJP rules are functions of the saved values).
-Prepared calls replay the tape with preallocated buffers and sweep it in reverse (gradient, pullback)
-or forward mode (pushforward, derivative), batching tangents along a leading axis; second order records
-the reverse sweep itself as a tape and runs forward mode over it. The recording is never written after
-preparation: each thread replays it over buffers of its own, so one preparation serves many threads at
-once. See docs/backends.md, "Tape".
+Prepared calls replay the tape over buffers planned by lifetime and sweep it in reverse (gradient,
+pullback) or forward mode (pushforward, derivative), batching tangents along a leading axis. A
+linearization (`prepare_linearize`) replays the tape once at x and then applies batched sweeps as
+often as asked; second order (`prepare_second_order`) records the reverse sweep itself as a tape and
+linearizes that: forward over reverse, all tangents of a batch in one sweep. The recording is never
+written after preparation: each thread replays it over buffers of its own, so one preparation serves
+many threads at once. See docs/backends.md, "Tape".
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import _derive
 from .._arrays import NUMPY, ArrayOps
 from .._backend import Backend
+from .._derive import SecondOrderPlan
 from .._errors import ArgumentError, NotSupportedError
+from .._linearization import Linearizer
 from .._problem import Kernel, Problem
 
 __all__ = ["AutoTape"]
@@ -41,6 +46,12 @@ class AutoTape(Backend):
     use `np.ndim(x)`, `np.shape(x)`, `x.dtype` or `hasattr(x, "shape")`, and never `np.asarray(x)`,
     which would drop the derivative (and raises).
 
+    Args:
+        mode: "auto" (default), "forward" or "reverse": the direction of Jacobians (gradients are
+            reverse sweeps and derivatives forward ones unless the other mode is forced). "auto" sweeps
+            the smaller side (the columns when x has fewer elements than f's output) and, where the
+            sizes are close, times both at preparation.
+
     Example:
         >>> import numpy as np, diface as di
         >>> f = lambda x: np.sum(np.sin(x) * x[::-1])
@@ -50,11 +61,18 @@ class AutoTape(Backend):
         True
     """
 
+    mode: str = "auto"
+
     native_modes: ClassVar[frozenset[str]] = frozenset({"forward", "reverse"})
-    mode: ClassVar[str] = "reverse"
     supports_inplace: ClassVar[bool] = True
     package: ClassVar[str | None] = None
     cli_name: ClassVar[str] = "tape"
+    #: basis vectors per sweep at most (chunks also stay within the result's size)
+    max_batch_size: ClassVar[int] = 256
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("auto", "forward", "reverse"):
+            raise ArgumentError(f"AutoTape: mode must be 'auto', 'forward' or 'reverse', got {self.mode!r}")
 
     def as_outer_of(self, inner: Backend) -> Backend:
         if not isinstance(inner, AutoTape):
@@ -76,6 +94,25 @@ class AutoTape(Backend):
 
         return recording_for(problem).output_spec()
 
+    def detect_sparsity(self, problem: Problem, order: int) -> Any:
+        """The global pattern from f's recording, run on index sets (see `diface.backends._tape._sparsity`);
+        the recording is kept for the kernel prepared next."""
+        from ._tape._sparsity import tape_sparsity
+
+        return tape_sparsity(problem, order, reuse=True)
+
+    def prepare_linearize(self, problem: Problem, mode: str) -> Linearizer:
+        from ._tape import TapeLinearizer
+
+        return TapeLinearizer(problem)
+
+    def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
+        if not isinstance(inner, AutoTape):
+            return None  # the core's composition, which says what AutoTape can differentiate
+        from ._tape import TapeSecondOrder
+
+        return TapeSecondOrder(problem)
+
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
         from ._tape import PullbackKernel
 
@@ -87,11 +124,15 @@ class AutoTape(Backend):
         return PushforwardKernel(problem, len(tangents))
 
     def prepare_gradient(self, problem: Problem) -> Kernel:
+        if self.mode == "forward":  # forced: the columns of the Jacobian, through the linearization
+            return _derive.derive_jacobian(self, problem)
         from ._tape import GradientKernel
 
         return GradientKernel(problem)
 
     def prepare_derivative(self, problem: Problem) -> Kernel:
+        if self.mode == "reverse":
+            return _derive.derive_jacobian(self, problem)
         from ._tape import DerivativeKernel
 
         return DerivativeKernel(problem)
@@ -99,4 +140,4 @@ class AutoTape(Backend):
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         from ._tape import JacobianKernel
 
-        return JacobianKernel(problem, self.max_batch_size)
+        return _derive.choose_kernel(self, problem, lambda mode: JacobianKernel(problem, mode, self.max_batch_size))

@@ -1,25 +1,36 @@
 """The machinery of `AutoTape` (see `diface/backends/tape.py`): a tape recorded from plain NumPy code.
 
-- `_graph`: the tape as data (slots, nodes, recorder); `_prim`: primitives and their rule interface;
-- the primitives and their JVP/VJP rules: `_elementwise` (ufuncs, where, clip), `_special` (the
-  scipy.special ufuncs' partials), `_structure` (shapes, indexing, assignment), `_reduce`,
-  `_contract` (matmul, einsum), `_convolve`, `_linalg` (inv, solve, det), `_decomp` (eigh, eig, svd,
-  qr, cholesky, pinv);
-- `_tracer`, `_index`, `_guards`, `_objects`, `_sites`: the traced array NumPy dispatches to, index keys,
-  guards, traced values inside NumPy object arrays (arrays built from lists), and where a call happens
-  (the user's line, the library function) for messages;
-- what each NumPy function records: `_numpy` (the protocols' entry points) and the `_np_*` modules;
-  `_hooks`: SciPy's (and a few of NumPy's) Python-level functions made to dispatch to the tape, with
-  their rules in `_scipy`, `_scipy_stats` and `_np_arrange`;
-- `_record`: tracing f with its contexts; `_interpret`: running a tape on any values (and so recording
-  its sweeps); `_compile`: prepared replays over fixed buffers; `_kernels`: the kernels for the core,
-  replaying one recording over per-thread buffers.
+The modules are layered: each imports only modules of the layers before it (at module level; no module
+imports another inside a function), checked by tests/test_tape_layers.py.
+
+1. data: `_graph` (the tape: slots, nodes, the recorder), `_index` (index keys), `_sites` and
+   `_messages` (where a call happens, for messages), `_buffers` (buffer planning), `_dispatch` (the
+   registry NumPy's protocols on a traced array go through);
+2. primitives and their JVP/VJP rules: `_prim` (the rule interface), `_elementwise` (ufuncs, where,
+   clip) with `_partials` (the ufuncs' partial derivatives) and `_special` (the scipy.special
+   ufuncs'), `_structure` (shapes, indexing, assignment), `_reduce`, `_contract` (matmul, einsum),
+   `_convolve`, `_linalg` (inv, solve, det), `_decomp` (eigh, eig, svd, qr, cholesky, pinv), `_guards`
+   (branches taken while recording), `_objects` (traced values inside NumPy object arrays);
+3. the tracer: `_tracer`, the traced array NumPy dispatches to (its Python operators: `_operators`);
+4. what each NumPy function records, registered with `_dispatch` when imported: `_np_*`, `_numpy`;
+   `_hooks`: SciPy's (and a few of NumPy's) Python-level functions made to dispatch to the tape, with
+   their rules in `_scipy`, `_scipy_stats` and `_np_arrange`;
+5. recording and compiling: `_record` (tracing f with its contexts), `_interpret` (running a tape on
+   any values, and so recording its sweeps), `_compile` (the prepared forward replay and reverse
+   sweep over planned buffers), `_tangent` (the forward-mode sweep, symbolic in batches), `_seeds`
+   (identity seeds of basis sweeps);
+6. what the core calls: `_replay` (per-thread replays of one recording), `_kernels` (gradient,
+   derivative, pushforward, pullback, jacobian), `_linearize` (linearizations: one forward replay,
+   then batched sweeps), `_second_order` (the second-order plan: the derivative map recorded as a
+   tape and linearized).
 """
 
 from ._graph import Node, Slot, Tape
 from ._guards import TapeWarning
 from ._kernels import DerivativeKernel, GradientKernel, JacobianKernel, PullbackKernel, PushforwardKernel
+from ._linearize import TapeLinearizer
 from ._record import Recording, record, recording_for, take_recording
+from ._second_order import TapeSecondOrder
 from ._tracer import TapeArray
 
 __all__ = [
@@ -33,6 +44,8 @@ __all__ = [
     "Slot",
     "Tape",
     "TapeArray",
+    "TapeLinearizer",
+    "TapeSecondOrder",
     "TapeWarning",
     "record",
     "recording_for",

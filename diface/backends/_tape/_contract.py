@@ -43,6 +43,9 @@ class _Matmul(Prim):
     name = "matmul"
     linear = True
 
+    def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
+        return {1 - i for i in active}, False  # each operand's rule reads the other one
+
     def forward(self, a: Any, c: Any, out: Any = None) -> Any:
         return np.matmul(a, c, out=out)
 
@@ -87,14 +90,38 @@ class _Matmul(Prim):
         r = reduce_to(r, target, b)
         return into(out, _demote(r, lead + shape_of(ins[i])))
 
+    # prepared sweeps: matrices and vectors (at most one batch axis) in one NumPy call into the buffer
     def vjp_step(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any, params: dict) -> Any:
         a, c = ins
-        if b == 0 and a.ndim == 2 and c.ndim == 2:  # the common case: one BLAS call into the buffer
+        na, nc = a.ndim, c.ndim
+        if na == 2 and nc == 2:  # (B,) m x n: g c^T, a^T g
             return partial(np.matmul, g, c.T, out) if i == 0 else partial(np.matmul, a.T, g, out)
+        if na == 2 and nc == 1:  # y = a c, a vector: outer(g, c), g a
+            return partial(np.multiply, g[..., :, None], c, out) if i == 0 else _vector_step(g, a, out, b)
+        if na == 1 and nc == 2:  # y = a c, a row vector: c g, outer(a, g)
+            return _vector_step(g, c.T, out, b) if i == 0 else partial(np.multiply, a[:, None], g[..., None, :], out)
+        if na == 1 and nc == 1:  # y = a . c, a number: g c, g a
+            return partial(np.multiply, g[..., None], c if i == 0 else a, out)
         return super().vjp_step(i, ins, y, g, b, out, params)
+
+    def jvp_step(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any, params: dict) -> Any:
+        a, c = ins
+        if a.ndim in (1, 2) and c.ndim in (1, 2) and (ts[0] is None or ts[1] is None):
+            if ts[0] is not None:  # t_a c (a batch axis of t_a leads in matmul's broadcasting)
+                return partial(np.matmul, ts[0], c, out)
+            t = ts[1]  # a t_c
+            if c.ndim == 2 or not b:
+                return partial(np.matmul, a, t, out)
+            return partial(np.matmul, t, a.T, out)  # a batch of vectors t_c: t_c a^T
+        return super().jvp_step(ins, y, ts, b, out, params)
 
 
 MATMUL = _Matmul()
+
+
+def _vector_step(g: Any, m: Any, out: Any, b: int) -> Any:
+    """m^T g for one vector g, or for each row of a batch (b = 1): g m."""
+    return partial(np.matmul, g, m, out) if b else partial(np.matmul, m.T, g, out)
 
 
 def explicit_subscripts(subscripts: str, shapes: list[tuple]) -> str:
@@ -138,6 +165,10 @@ class _Einsum(Prim):
 
     name = "einsum"
     linear = True
+
+    def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
+        n = params["subscripts"].split("->")[0].count(",") + 1
+        return {j for j in range(n) for i in active if j != i}, False  # each operand's rule reads the others
 
     def forward(self, *ops: Any, out: Any = None, subscripts: str = "", optimize: Any = False) -> Any:
         return np.einsum(subscripts, *ops, out=out, optimize=optimize)

@@ -53,6 +53,9 @@ class _Convolve(Prim):
     name = "convolve"
     linear = True
 
+    def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
+        return {1 - i for i in active}, False  # each operand's rule reads the other one
+
     def label(self) -> str:
         return "a convolution"
 

@@ -24,9 +24,13 @@ GUARD_OUTPUT = -1
 
 
 class Traced:
-    """Marker base class of traced arrays (see `_tracer.TapeArray`)."""
+    """Base class of traced arrays (see `_tracer.TapeArray`): `_wrap(slot)` makes one holding `slot` of
+    the same tape."""
 
     __slots__ = ()
+
+    def _wrap(self, slot: int) -> Traced:
+        raise NotImplementedError
 
 
 @dataclass(slots=True)
@@ -105,11 +109,9 @@ class Tape:
         value.flags.writeable = False
         return self.add_slot(value, "literal", False, False)
 
-    def record(self, prim: Any, args: tuple, params: dict) -> Any:
+    def record(self, prim: Any, args: tuple, params: dict) -> int:
         """Apply `prim` to `args` (traced arrays, arrays, numbers) now, and append the step to the tape.
-        Returns a traced array; steps whose inputs are all literals are folded into a literal."""
-        from ._tracer import TapeArray
-
+        Returns the slot of the result; steps whose inputs are all literals are folded into a literal."""
         if self.closed:
             raise NotSupportedError(
                 "a value traced by AutoTape was used after f returned (it escaped the recording, e.g. "
@@ -132,7 +134,7 @@ class Tape:
         value = prim.forward(*concrete, **params)
         if not isinstance(value, np.ndarray):
             value = np.asarray(value)
-        return TapeArray(self, self.add_node(prim, tuple(slots), params, value))
+        return self.add_node(prim, tuple(slots), params, value)
 
     def add_node(self, prim: Any, inputs: tuple[int, ...], params: dict, value: np.ndarray) -> int:
         """The slot for `value`, computed by `prim` from `inputs`: a literal if no input is variable."""
@@ -173,9 +175,10 @@ class Tape:
                 self.values[s] = None
 
     # -- analysis ---------------------------------------------------------------------------------
-    def live_nodes(self) -> list[int]:
-        """Indices of the nodes a replay must run: those the output or a guard depends on."""
-        needed = {self.output}
+    def live_nodes(self, keep: tuple = ()) -> list[int]:
+        """Indices of the nodes a replay must run: those the output, a guard or the `keep` slots depend
+        on."""
+        needed = {self.output, *keep}
         live = []
         for k in range(len(self.nodes) - 1, -1, -1):
             node = self.nodes[k]
@@ -199,6 +202,20 @@ class Tape:
                     if i not in nondiff and slots[s].active:
                         reached.add(s)
         return order
+
+    def saved_slots(self) -> set[int]:
+        """The slots whose values the sweeps' rules read (see `Prim.saves`): a prepared replay keeps
+        them after the forward replay; the others may share buffers."""
+        slots, saved = self.slots, set()
+        for k in self.reverse_nodes():
+            node = self.nodes[k]
+            prim = node.prim
+            active = tuple(i for i, s in enumerate(node.inputs) if i not in prim.nondiff and slots[s].active)
+            inputs, output = prim.saves(active, node.params)
+            saved.update(s for i, s in enumerate(node.inputs) if i in inputs)
+            if output:
+                saved.add(node.output)
+        return saved
 
     def forward_nodes(self) -> list[int]:
         """Indices of the active nodes the output depends on, in order (the forward-mode sweep)."""

@@ -80,10 +80,15 @@ def vjp(tape: Tape, env: list, cotangent: Any, order: list[int]) -> Any:
             for i, s in enumerate(node.inputs):
                 if i in nondiff or not slots[s].active:
                     continue
+                previous = adjoints.get(s)
+                if previous is not None:
+                    both = prim.vjp_accumulate(i, ins, y, g, previous, **node.params)
+                    if both is not None:
+                        adjoints[s] = both
+                        continue
                 c = prim.vjp(i, ins, y, g, 0, **node.params)
                 if prim.elementwise:
                     c = reduce_to(c, slots[s].shape)
-                previous = adjoints.get(s)
                 adjoints[s] = c if previous is None else np.add(previous, c)
     finally:
         if watch:

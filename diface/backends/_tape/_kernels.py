@@ -1,145 +1,63 @@
 """The kernels AutoTape hands to diface's core: a recording made at preparation and replayed per call.
 
-A prepared kernel compiles its tape (`_compile`) once and replays it with fixed buffers. An unprepared
-one (the core's single-use preparations) differentiates the values seen while recording, with no
-compilation. Called with traced arrays (AutoTape differentiating what AutoTape computes: second order),
-a kernel runs its tape on them (`_interpret`), which records its sweeps as nodes of the outer tape.
+A prepared kernel compiles its tape (`_compile`) once and replays it with planned buffers, one replay
+per thread (`_replay`). An unprepared one (the core's single-use preparations) differentiates the
+values seen while recording, with no compilation. Called with traced arrays (AutoTape differentiating
+what AutoTape computes: second order), a kernel runs its tape on them (`_interpret`), which records its
+sweeps as nodes of the outer tape.
 """
 
 from __future__ import annotations
 
 import copy
-import threading
 from typing import Any
 
 import numpy as np
 
+from ..._derive._sweep import chunk_size
 from ..._errors import NotSupportedError
 from ..._problem import Problem, size_of
-from ._compile import Forward, Reverse, Tangent
 from ._graph import Traced
 from ._interpret import jvp, vjp
-from ._interpret import replay as run_tape
 from ._record import Recording, record, take_recording
+from ._replay import Replay, Replays, at_recorded_point, concrete, fresh, holds, traced_env
+from ._seeds import FIXED_SEEDS, identity_seed
 
 __all__ = ["DerivativeKernel", "GradientKernel", "JacobianKernel", "PullbackKernel", "PushforwardKernel"]
-
-
-def _holds(v: Any) -> bool:
-    """Whether `v` is a traced array or a container holding one."""
-    if isinstance(v, Traced):
-        return True
-    if isinstance(v, (list, tuple)):
-        return any(_holds(e) for e in v)
-    if isinstance(v, dict):
-        return any(_holds(e) for e in v.values())
-    return False
-
-
-def _concrete(v: Any) -> Any:
-    """Context values with traced leaves replaced by their recorded values."""
-    if isinstance(v, Traced):
-        return np.array(v._value(), copy=True)
-    if isinstance(v, tuple):
-        return tuple(_concrete(e) for e in v)
-    if isinstance(v, list):
-        return [_concrete(e) for e in v]
-    if isinstance(v, dict):
-        return {k: _concrete(e) for k, e in v.items()}
-    return v
-
-
-def _fresh(value: Any) -> Any:
-    """A copy of f's value as NumPy would return it (a scalar for 0-d results)."""
-    r = np.array(value, copy=True)
-    return r[()] if r.ndim == 0 else r
-
-
-def _leaf(cv: tuple, ci: int, path: tuple) -> Any:
-    v = cv[ci]
-    for key in path:
-        v = v[key]
-    return v
-
-
-class Replay:
-    """One thread's prepared replay of a recording: the compiled forward replay and the sweeps, over
-    buffers of its own. The recording is shared by every thread and never written."""
-
-    __slots__ = ("checks", "fwd", "main", "rec", "sweeps")
-
-    def __init__(self, rec: Recording) -> None:
-        self.rec = rec
-        #: the call's contexts must be compared with the recording (statics, or traced leaves' shapes)
-        self.checks = bool(rec.statics or rec.tape.inputs)
-        self.fwd = Forward(rec.tape)
-        rec.tape.release_values()  # the buffers hold what replays need (idempotent: any thread may do it)
-        self.sweeps: dict = {}
-        #: what the kernel's calls run (set by the kernel's `prime`)
-        self.main: Any = None
-
-    def sweep(self, kind: str, batch: int | None) -> Any:
-        key = (kind, batch)
-        s = self.sweeps.get(key)
-        if s is None:
-            s = self.sweeps[key] = (Reverse if kind == "reverse" else Tangent)(self.rec.tape, self.fwd, batch)
-        return s
-
-    def valid_for(self, cv: tuple) -> bool:
-        rec = self.rec
-        return not self.checks or ((not rec.statics or rec.statics_match(cv)) and rec.leaves_match(cv))
 
 
 class _Kernel:
     """Records `f` at preparation; each call replays (prepared), reuses the recorded values (unprepared,
     at the recorded point) or runs the tape on traced arrays.
 
-    Threads: the recording is immutable once made; every thread replays it over its own buffers (a
-    `Replay` built on the thread's first call, kept in a `threading.local`), so any number of threads
-    may call one kernel at once. A call whose static contexts differ from the recording records `f`
-    again into the calling thread's replay only.
+    Threads: see `_replay.Replays` (any number of threads may call one kernel at once). `replayed=False`
+    makes a kernel that only runs on traced arrays (the inner derivative of a second-order plan), which
+    compiles nothing.
     """
 
     #: compile even for a single call (the Jacobian runs many sweeps)
     compile_single_use = False
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, replayed: bool = True) -> None:
         self.problem = problem
-        #: the recording made at preparation (never replaced: see `_replay_for`)
-        self.rec: Recording = take_recording(problem)
-        self._local = threading.local()
-        if not problem.single_use:
-            self._replay(self.rec)
+        #: calls replay a compiled tape (else they differentiate the recorded values, or record)
+        self.compiled = replayed and (not problem.single_use or self.compile_single_use)
+        now = replayed and not problem.single_use
+        self.replays = Replays(take_recording(problem), self._record, self.prime, now, problem.context_values)
+
+    @property
+    def rec(self) -> Recording:
+        """The recording made at preparation (never replaced)."""
+        return self.replays.rec
+
+    def _record(self, x: Any, cv: tuple, y: Any) -> Recording:
+        return record(self.problem.f, x, self.problem.contexts, cv, y)
 
     def copy(self) -> _Kernel:
         """An independent kernel: the same recording, its own buffers (built for this thread now)."""
         twin = copy.copy(self)
-        twin._local = threading.local()
-        if not self.problem.single_use:
-            twin._replay(twin.rec)
+        twin.replays = self.replays.copy(self.compiled and not self.problem.single_use)
         return twin
-
-    # -- replays -----------------------------------------------------------------------------------------
-    def _replay(self, rec: Recording) -> Replay:
-        """A new replay of `rec` for the calling thread (compiled now), which its later calls use."""
-        replay = Replay(rec)
-        replay.main = self.prime(replay)
-        self._local.replay = replay
-        return replay
-
-    def _replay_for(self, x: Any, cv: tuple, y: Any) -> Replay:
-        """The calling thread's replay, valid for these context values (recorded again if a static one
-        changed, or a traced leaf changed shape)."""
-        try:
-            replay = self._local.replay
-        except AttributeError:
-            replay = self._replay(self.rec)
-        if replay.checks and not replay.valid_for(cv):
-            rec = self.rec
-            if not ((not rec.statics or rec.statics_match(cv)) and rec.leaves_match(cv)):
-                rec = record(self.problem.f, x, self.problem.contexts, cv, y)
-            replay = self._replay(rec)
-        return replay
 
     def prime(self, replay: Replay) -> Any:
         """Build the sweeps the calls will run (so that calls only run them); returns `replay.main`."""
@@ -147,62 +65,40 @@ class _Kernel:
 
     # -- calls -------------------------------------------------------------------------------------------
     def __call__(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
-        if _holds(x) or _holds(extra) or _holds(cv):
+        if holds(x) or holds(extra) or holds(cv):
             return self._on_traced(x, extra, cv, y, full)
-        if self.problem.single_use and self.compile_single_use is False:
+        if not self.compiled:
             return self._unprepared(x, extra, cv, y, full)
-        replay = self._replay_for(x, cv, y)
+        replay = self.replays.run(x, cv, y)
         fwd = replay.fwd
-        fwd.run(x, cv, y)
         value = None
         if y is not None:
             np.copyto(y, fwd.output)
             value = y
         elif full:
-            value = _fresh(fwd.output)
+            value = fresh(fwd.output)
         return value, self.replayed(replay, extra)
 
     def _unprepared(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
         rec = self.rec
-        if not self._at_recorded_point(rec, x, cv):
-            rec = record(self.problem.f, x, self.problem.contexts, cv, y)
+        if not at_recorded_point(rec, x, cv):
+            rec = self._record(x, cv, y)
         tape = rec.tape
         env = tape.values
-        output = _fresh(env[tape.output])
+        output = fresh(env[tape.output])
         if y is not None:
             np.copyto(y, output)
         value = y if y is not None else output if full else None
         return value, self.interpreted(tape, env, extra)
-
-    @staticmethod
-    def _at_recorded_point(rec: Recording, x: Any, cv: tuple) -> bool:
-        tape = rec.tape
-        if tape.values[tape.x] is None or not np.array_equal(tape.values[tape.x], x):
-            return False
-        if rec.statics and not rec.statics_match(cv):
-            return False
-        for s, kind, ci, path in tape.inputs:
-            if kind == "constant":
-                try:
-                    v = _leaf(cv, ci, path)
-                except (KeyError, IndexError, TypeError):
-                    return False
-                if not np.array_equal(tape.values[s], v):
-                    return False
-        return True
 
     def _on_traced(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
         if y is not None:
             raise NotSupportedError("AutoTape cannot differentiate an in-place function f(y, x) inside a traced f")
         rec = self.rec
         if rec.statics and not rec.statics_match(cv):
-            rec = record(self.problem.f, _concrete(x), self.problem.contexts, _concrete(cv), y)
+            rec = self._record(concrete(x), concrete(cv), y)
         tape = rec.tape
-        env = list(tape.values)
-        env[tape.x] = x
-        for s, _kind, ci, path in tape.inputs:
-            env[s] = _leaf(cv, ci, path)
-        run_tape(tape, env, tape.live_nodes())
+        env = traced_env(tape, x, cv)
         return (env[tape.output] if full else None), self.interpreted(tape, env, extra)
 
     # -- per operator ------------------------------------------------------------------------------------
@@ -309,44 +205,44 @@ class DerivativeKernel(_Kernel):
 
 
 class JacobianKernel(_Kernel):
-    """The Jacobian by batched sweeps over the basis: forward (columns) when x has no more elements than
-    y, reverse (rows) otherwise, `batch` basis vectors per sweep. An empty x or y gives an empty (or
-    zero) Jacobian without a sweep."""
+    """The Jacobian by batched sweeps over the basis in `mode`: forward (columns) or reverse (rows), in
+    chunks that stay within the Jacobian's size (at most `max_batch` vectors). Forward sweeps keep their
+    identity seeds (one compiled sweep per chunk, up to a size: `_seeds`), so that what derives linearly
+    from x is written at its nonzeros only. An empty x or y gives an empty (or zero) Jacobian."""
 
     compile_single_use = True
 
-    def __init__(self, problem: Problem, batch: int) -> None:
-        self.batch = batch
-        x_shape, (y_shape, y_dtype) = problem.x_shape, problem.y_spec
-        self.mode = "forward" if size_of(x_shape) <= size_of(y_shape) else "reverse"
-        self.dtype = np.result_type(problem.x_dtype, y_dtype)
+    def __init__(self, problem: Problem, mode: str, max_batch: int) -> None:
+        self.mode = mode
+        self.max_batch = max_batch
+        self.dtype = np.result_type(problem.x_dtype, problem.y_spec[1])
         super().__init__(problem)
 
     def prime(self, replay: Replay) -> Any:
         """(x shape, y shape, chunks): the sizes come from the replay's recording, each chunk is
-        (lo, hi, sweep, its seed as a matrix, where its ones go)."""
+        (lo, hi, sweep, whether its seed is fixed)."""
         tape = replay.rec.tape
         x_shape, y_shape = tape.slots[tape.x].shape, tape.slots[tape.output].shape
-        size = size_of(x_shape if self.mode == "forward" else y_shape)
-        step = max(1, min(self.batch, size))
+        n, m = size_of(x_shape), size_of(y_shape)
+        forward = self.mode == "forward"
+        size, product = (n, m) if forward else (m, n)
+        step = chunk_size(size, product, n * m, self.max_batch)
+        fixed = forward and (step >= size or n * m <= FIXED_SEEDS)
         chunks = []
         for lo in range(0, size, step):
             hi = min(lo + step, size)
-            sweep = replay.sweep(self.mode, _batch(hi - lo))
-            k = hi - lo
-            seed = sweep.seed.reshape(k, -1)  # a view: the seed buffer is contiguous
-            assert np.shares_memory(seed, sweep.seed)
-            chunks.append((lo, hi, sweep, seed, (np.arange(k), np.arange(lo, hi))))
+            sweep = replay.sweep(self.mode, hi - lo, lo if fixed else None)
+            chunks.append((lo, hi, sweep, fixed))
         return x_shape, y_shape, chunks
 
     def replayed(self, replay: Replay, extra: Any) -> Any:
         x_shape, y_shape, chunks = replay.main
         n, m = size_of(x_shape), size_of(y_shape)
-        jac = np.zeros((m, n), self.dtype)
+        jac = np.empty((m, n), self.dtype) if chunks else np.zeros((m, n), self.dtype)
         forward = self.mode == "forward"
-        for lo, hi, sweep, seed, ones in chunks:
-            seed[...] = 0
-            seed[ones] = 1
+        for lo, hi, sweep, fixed in chunks:
+            if not fixed:
+                identity_seed(sweep.seed, lo)
             r = np.reshape(sweep.run(), (hi - lo, -1))
             if forward:
                 jac[:, lo:hi] = r.T

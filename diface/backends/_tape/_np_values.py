@@ -32,6 +32,8 @@ def _d_sinc(ins: tuple, y: Any, out: Any) -> Any:
 class _Sinc(Ufunc):
     """np.sinc (a Python function in NumPy) as an elementwise primitive."""
 
+    inplace = False  # its forward is not the ufunc's
+
     def forward(self, *ins: Any, out: Any = None) -> Any:
         return _sinc_value(ins[0], out)
 

@@ -25,12 +25,15 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _scipy_stats,
 )
 from ._contract import MATMUL
+from ._dispatch import register_protocols
 from ._elementwise import ufunc_prim
 from ._graph import Traced
 from ._guards import refuse_store
+from ._index import normalize
 from ._np_common import FUNCTIONS, function_name, unsupported, write_out
 from ._np_creation import CREATION
 from ._prim import shape_of
+from ._structure import INDEX_ADD
 from ._tracer import TapeArray, guard_masks, operand
 
 __all__ = ["array_function", "array_ufunc"]
@@ -101,9 +104,6 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
 
 
 def _add_at(a: Any, indices: Any, b: Any = None) -> None:
-    from ._index import normalize
-    from ._structure import INDEX_ADD
-
     if not isinstance(a, TapeArray):
         refuse_store()
     k = normalize(indices, a.shape)
@@ -111,3 +111,6 @@ def _add_at(a: Any, indices: Any, b: Any = None) -> None:
     base = TapeArray(a._tape, a._read())
     new = INDEX_ADD(base, operand(b), *k.arrays, template=k.template, adv_front=k.adv_front, unique=k.unique)
     a._commit(new._slot)
+
+
+register_protocols(array_ufunc, array_function)

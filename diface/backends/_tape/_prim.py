@@ -27,6 +27,7 @@ from ._graph import Traced
 from ._sites import user_location
 
 __all__ = [
+    "ALL_INPUTS",
     "NO_RULE",
     "InputsFrom",
     "Prim",
@@ -56,6 +57,10 @@ class InputsFrom:
         return f"InputsFrom({self.k})"
 
 
+#: `Prim.saves`: every input
+ALL_INPUTS = InputsFrom(0)
+
+
 class Prim:
     """An operation of the tape: NumPy semantics plus local JVP and VJP rules."""
 
@@ -76,11 +81,14 @@ class Prim:
     scatter = False
     #: the output is linear in each differentiable input (the others fixed)
     linear = False
+    #: a prepared replay may write the output over an input of the same shape and dtype that dies at
+    #: this step: True (any input: elementwise operations), or the input positions it may take
+    inplace: bool | tuple = False
 
     def __call__(self, *args: Any, **params: Any) -> Any:
         for a in args:
             if isinstance(a, Traced):
-                return a._tape.record(self, args, params)
+                return a._wrap(a._tape.record(self, args, params))
         return self.forward(*args, **params)
 
     def __repr__(self) -> str:
@@ -117,10 +125,26 @@ class Prim:
         """Scatter primitives: add the contribution for input `i` into `target` (buffers only)."""
         raise NotImplementedError
 
+    def vjp_accumulate(self, i: int, ins: tuple, y: Any, g: Any, previous: Any, **params: Any) -> Any:
+        """Running a tape on values (`_interpret.vjp`): `previous` plus the contribution for input `i`
+        in one operation, or None (the contribution is computed and added)."""
+        return None
+
+    def vjp_first_steps(self, i: int, ins: tuple, g: Any, b: int, out: Any, params: dict) -> list | None:
+        """Scatter primitives: steps writing the first contribution into `out` whole (its region and
+        zeros elsewhere), or None (the sweep zeroes `out` and adds)."""
+        return None
+
     def vjp_linear(self, i: int, ins: tuple, g: Any, b: int, params: dict) -> tuple[int, Any] | None:
         """When the contribution to input `i` is +-1 times a view of the cotangent buffer `g` (before
         summing over broadcast axes): (sign, view). Prepared sweeps then add it without a temporary."""
         return None
+
+    def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
+        """What the JVP and VJP rules for the `active` inputs read: (input positions, whether the output
+        is read). Shapes and dtypes do not count, values do. A prepared replay keeps those values for
+        its sweeps and lets the others share buffers; the default, everything, is always safe."""
+        return ALL_INPUTS, True
 
     # -- prepared replay: zero-argument steps over fixed buffers ------------------------------------
     def view(self, ins: tuple, **params: Any) -> Any:
@@ -231,6 +255,9 @@ class _SumTo(Prim):
 
     name = "sum_to"
     linear = True
+
+    def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
+        return (), False
 
     def forward(self, a: Any, out: Any = None, shape: tuple = ()) -> Any:
         return reduce_to(a, shape, 0, out)

@@ -32,11 +32,18 @@ class Recording:
     tape: Tape
     #: static context leaves: (context index, path, value at recording)
     statics: list
+    #: slots besides the output whose values a replay keeps for its owner (see `Forward`)
+    keep: tuple = ()
 
     def output_spec(self) -> tuple[tuple, Any]:
         """(shape, dtype) of f's output, as recorded."""
         slot = self.tape.slots[self.tape.output]
         return slot.shape, slot.dtype
+
+    def matches(self, cv: tuple) -> bool:
+        """A replay of this recording is valid for these context values: the same statics, the traced
+        leaves in the same shapes."""
+        return (not self.statics or self.statics_match(cv)) and self.leaves_match(cv)
 
     def statics_match(self, cv: tuple) -> bool:
         for ci, path, value in self.statics:

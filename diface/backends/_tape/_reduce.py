@@ -30,6 +30,9 @@ class _Sum(Prim):
     name = "sum"
     linear = True
 
+    def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
+        return (), False
+
     def forward(self, a: Any, out: Any = None, axis: tuple = (), keepdims: bool = False) -> Any:
         return np.sum(a, axis=axis, keepdims=keepdims, out=out)
 
@@ -153,6 +156,9 @@ AMIN = _Extreme("min", np.min)
 class _Cumsum(Prim):
     name = "cumsum"
     linear = True
+
+    def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
+        return (), False
 
     def forward(self, a: Any, out: Any = None, axis: int = 0) -> Any:
         return np.cumsum(a, axis=axis, out=out)

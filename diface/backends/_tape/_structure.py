@@ -21,10 +21,18 @@ def _batched(template: tuple, b: int) -> tuple:
     return (slice(None),) * b + template
 
 
-class _Reshape(Prim):
+class _Linear(Prim):
+    """A linear primitive whose rules read no values but its index arrays (`nondiff` inputs)."""
+
+    linear = True
+
+    def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
+        return self.nondiff, False
+
+
+class _Reshape(_Linear):
     name = "reshape"
     viewable = True
-    linear = True
 
     def forward(self, a: Any, out: Any = None, shape: tuple = ()) -> Any:
         return into(out, np.reshape(a, shape))
@@ -44,10 +52,9 @@ class _Reshape(Prim):
 RESHAPE = _Reshape()
 
 
-class _Transpose(Prim):
+class _Transpose(_Linear):
     name = "transpose"
     viewable = True
-    linear = True
 
     def forward(self, a: Any, out: Any = None, axes: tuple = ()) -> Any:
         return into(out, np.transpose(a, axes))
@@ -66,10 +73,9 @@ class _Transpose(Prim):
 TRANSPOSE = _Transpose()
 
 
-class _BroadcastTo(Prim):
+class _BroadcastTo(_Linear):
     name = "broadcast_to"
     viewable = True
-    linear = True
 
     def forward(self, a: Any, out: Any = None, shape: tuple = ()) -> Any:
         return into(out, np.broadcast_to(a, shape))
@@ -88,9 +94,8 @@ class _BroadcastTo(Prim):
 BROADCAST_TO = _BroadcastTo()
 
 
-class _Astype(Prim):
+class _Astype(_Linear):
     name = "astype"
-    linear = True
 
     def forward(self, a: Any, out: Any = None, dtype: Any = None) -> Any:
         if out is None:
@@ -117,7 +122,7 @@ def _move_batch(a: Any, adv_front: int, to_front: bool) -> Any:
     return np.moveaxis(a, adv_front, 0) if to_front else np.moveaxis(a, 0, adv_front)
 
 
-class _Getitem(Prim):
+class _Getitem(_Linear):
     """`a[key]`: inputs (a, *index_arrays); params: the template, `adv_front` (see `Key`), `unique`."""
 
     name = "getitem"
@@ -153,6 +158,9 @@ class _Getitem(Prim):
             p = dict(p, template=_batched(p["template"], b))
         return into(out, INDEX_ADD(z, g, *ins[1:], **p))
 
+    def vjp_accumulate(self, i: int, ins: tuple, y: Any, g: Any, previous: Any, **p: Any) -> Any:
+        return INDEX_ADD(previous, g, *ins[1:], **p)  # added into the region of the running cotangent
+
     def vjp_add(self, i: int, ins: tuple, y: Any, g: Any, b: int, target: Any, **p: Any) -> None:
         if b:
             g = _move_batch(g, p["adv_front"], False)
@@ -163,6 +171,23 @@ class _Getitem(Prim):
             region = out[(*_batched(params["template"], b), Ellipsis)]
             return partial(np.add, region, g, region)
         return super().vjp_step(i, ins, y, g, b, out, params)
+
+    def vjp_first_steps(self, i: int, ins: tuple, g: Any, b: int, out: Any, params: dict) -> list | None:
+        """The first contribution to `out`: the region written, the rest zeroed (instead of zeroing all
+        and adding), for a key that slices one axis with step 1; else None."""
+        template = params["template"]
+        if len(ins) != 1 or len(template) != 1 or type(template[0]) is not slice:
+            return None
+        n = out.shape[b]
+        start, stop, step = template[0].indices(n)
+        if step != 1 or stop < start:
+            return None
+        lead = (slice(None),) * b
+        steps = [partial(np.copyto, out[(*lead, slice(start, stop))], g)]
+        for rest in (slice(0, start), slice(stop, n)):
+            if rest.stop > rest.start:
+                steps.append(partial(np.copyto, out[(*lead, rest)], 0))
+        return steps
 
 
 def _index_add_into(target: Any, key: tuple, values: Any, unique: bool) -> None:
@@ -175,13 +200,14 @@ def _index_add_into(target: Any, key: tuple, values: Any, unique: bool) -> None:
 GETITEM = _Getitem()
 
 
-class _IndexAdd(Prim):
+class _IndexAdd(_Linear):
     """`index_add(a, v, *arrays)`: a copy of a with v added at key (repeated indices accumulate); the
     transpose of indexing."""
 
     name = "index_add"
     linear = True
     nondiff = InputsFrom(2)
+    inplace = (0,)  # a replay may add into the buffer of a, where a dies here
 
     def forward(
         self,
@@ -200,6 +226,14 @@ class _IndexAdd(Prim):
         _index_add_into(out, build(template, arrays), v, unique)
         return out
 
+    def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
+        if len(ins) == 2:  # a basic key: a fixed region
+            region = out[(*params["template"], Ellipsis)]
+            if out is ins[0]:  # in place
+                return partial(np.add, region, ins[1], region)
+            return partial(_base_then_add, out, ins[0], region, ins[1])
+        return super().forward_step(ins, out, params)
+
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, **p: Any) -> Any:
         ta, tv = ts[0], ts[1]
         base = ta if ta is not None else np.zeros(shape_of(tv)[:b] + shape_of(ins[0]), dtype=dtype_of(tv))
@@ -216,6 +250,29 @@ class _IndexAdd(Prim):
         region = GETITEM.jvp((None, *ins[2:]), None, (g,), b, None, **p)
         return reduce_to(region, shape_of(ins[1]), b, out)
 
+    def jvp_step(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any, params: dict) -> Any:
+        if len(ins) == 2 and ts[1] is not None:  # a basic key: the base's tangent, the region's added
+            return _region_step(np.add, ins, ts, b, out, params)
+        return super().jvp_step(ins, y, ts, b, out, params)
+
+
+def _region_step(write: Any, ins: tuple, ts: tuple, b: int, out: Any, params: dict) -> Any:
+    """Prepared JVP of index_add / setitem with a basic key: copy the base's tangent (or zeros), then
+    `write` (np.add or np.copyto) the value's tangent into the region."""
+    region = out[(*_batched(params["template"], b), Ellipsis)]
+    tv = ts[1]
+    if b and isinstance(tv, np.ndarray):
+        tv = expand_to(tv, _region_shape(ins, params), b)
+    base = 0.0 if ts[0] is None else ts[0]
+    if write is np.add:
+        return partial(_base_then_add, out, base, region, tv)
+    return partial(_copy_then_set, out, base, region, tv)
+
+
+def _base_then_add(out: Any, base: Any, region: Any, v: Any) -> None:
+    np.copyto(out, base)
+    np.add(region, v, region)
+
 
 def _region_shape(ins: tuple, p: dict) -> tuple:
     """A shape with the number of axes of a[key] (without batch axes): what v broadcasts against."""
@@ -230,7 +287,7 @@ def _region_shape(ins: tuple, p: dict) -> tuple:
 INDEX_ADD = _IndexAdd()
 
 
-class _Setitem(Prim):
+class _Setitem(_Linear):
     """`setitem(a, v, *arrays)`: a copy of a with a[key] = v (the new version of an array written in
     place). The cotangent of a is zero on the region; v receives the region, summed over broadcasting."""
 
@@ -280,6 +337,11 @@ class _Setitem(Prim):
         region = GETITEM.jvp((None, *ins[2:]), None, (g,), b, None, **p)
         return reduce_to(region, shape_of(ins[1]), b, out)
 
+    def jvp_step(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any, params: dict) -> Any:
+        if len(ins) == 2:  # a basic key: the base's tangent, the region's overwritten
+            return _region_step(np.copyto, ins, (ts[0], 0.0 if ts[1] is None else ts[1]), b, out, params)
+        return super().jvp_step(ins, y, ts, b, out, params)
+
 
 def _copy_then_set(out: Any, a: Any, region: Any, v: Any) -> None:
     np.copyto(out, a)
@@ -289,11 +351,10 @@ def _copy_then_set(out: Any, a: Any, region: Any, v: Any) -> None:
 SETITEM = _Setitem()
 
 
-class _Concatenate(Prim):
+class _Concatenate(_Linear):
     """`concatenate(*arrays, axis)`: the cotangent splits along the axis, one slice per input."""
 
     name = "concatenate"
-    linear = True
 
     def forward(self, *ins: Any, out: Any = None, axis: int = 0) -> Any:
         if out is None or any(isinstance(a, Traced) for a in ins):

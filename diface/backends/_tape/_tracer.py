@@ -17,14 +17,18 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError
+from ._dispatch import array_function, array_ufunc
 from ._graph import Tape, Traced
 from ._guards import GUARD, refuse_store, stored_into_numpy_array, user_location, warn_value_taken
+from ._index import normalize
 from ._objects import Element, converted, holds_traced, lift, lifts, refuse_cast, refuse_in_library
+from ._operators import Operators
+from ._structure import ASTYPE, BROADCAST_TO, GETITEM, RESHAPE, SETITEM, TRANSPOSE
 
 __all__ = ["TapeArray", "holds_traced", "operand", "slot_of"]
 
 
-class TapeArray(Traced):
+class TapeArray(Traced, Operators):
     """An array being recorded on a tape: behaves like a NumPy array inside `f`."""
 
     __slots__ = ("__weakref__", "_parent", "_readonly", "_root", "_seen", "_slot", "_tape", "_version", "_view")
@@ -40,6 +44,9 @@ class TapeArray(Traced):
         self._seen = 0
         self._version = 0
         self._readonly = False
+
+    def _wrap(self, slot: int) -> TapeArray:
+        return TapeArray(self._tape, slot)
 
     # -- versions and views -------------------------------------------------------------------------
     def _read(self) -> int:
@@ -66,8 +73,6 @@ class TapeArray(Traced):
 
     def _commit(self, slot: int) -> None:
         """This array now holds `slot`; a view writes it through into its base."""
-        from ._structure import GETITEM, RESHAPE, SETITEM, TRANSPOSE
-
         self._slot = slot
         parent = self._parent
         if parent is None:
@@ -90,9 +95,6 @@ class TapeArray(Traced):
 
     def _assign(self, key: Any, value: Any) -> None:
         """`self[key] = value`."""
-        from ._index import normalize
-        from ._structure import ASTYPE, BROADCAST_TO, SETITEM
-
         if self._readonly:
             raise ValueError("assignment destination is read-only")
         tape = self._tape
@@ -187,13 +189,9 @@ class TapeArray(Traced):
 
     # -- NumPy protocols ----------------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from ._numpy import array_ufunc
-
         return array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
-        from ._numpy import array_function
-
         if not all(issubclass(t, (TapeArray, np.ndarray, np.generic)) for t in types):
             return NotImplemented
         return array_function(func, args, kwargs, self)
@@ -284,9 +282,6 @@ class TapeArray(Traced):
         return bool(np.any(np.equal(self, value)))
 
     def __getitem__(self, key: Any) -> TapeArray:
-        from ._index import normalize
-        from ._structure import GETITEM
-
         k = normalize(key, self.shape)
         guard_masks(k.traced_masks)
         params = {"template": k.template, "adv_front": k.adv_front, "unique": k.unique}
@@ -302,153 +297,6 @@ class TapeArray(Traced):
     def __deepcopy__(self, memo: dict) -> TapeArray:
         return self.copy()
 
-    # -- arithmetic -------------------------------------------------------------------------------------
-    def __add__(self, o: Any) -> Any:
-        return np.add(self, o)
-
-    def __radd__(self, o: Any) -> Any:
-        return np.add(o, self)
-
-    def __sub__(self, o: Any) -> Any:
-        return np.subtract(self, o)
-
-    def __rsub__(self, o: Any) -> Any:
-        return np.subtract(o, self)
-
-    def __mul__(self, o: Any) -> Any:
-        return np.multiply(self, o)
-
-    def __rmul__(self, o: Any) -> Any:
-        return np.multiply(o, self)
-
-    def __truediv__(self, o: Any) -> Any:
-        return np.divide(self, o)
-
-    def __rtruediv__(self, o: Any) -> Any:
-        return np.divide(o, self)
-
-    def __floordiv__(self, o: Any) -> Any:
-        return np.floor_divide(self, o)
-
-    def __rfloordiv__(self, o: Any) -> Any:
-        return np.floor_divide(o, self)
-
-    def __mod__(self, o: Any) -> Any:
-        return np.remainder(self, o)
-
-    def __rmod__(self, o: Any) -> Any:
-        return np.remainder(o, self)
-
-    def __divmod__(self, o: Any) -> Any:
-        return np.floor_divide(self, o), np.remainder(self, o)
-
-    def __pow__(self, o: Any) -> Any:
-        # NumPy's fast paths for a scalar exponent (same values as the general power would not give)
-        if self.dtype.kind == "f" and isinstance(o, (int, float, np.integer, np.floating)) and not isinstance(o, bool):
-            if o == 2:
-                return np.square(self)
-            if o == 0.5:
-                return np.sqrt(self)
-            if o == 1:
-                return np.positive(self)
-            if o == -1:
-                return np.reciprocal(self)
-        return np.power(self, o)
-
-    def __rpow__(self, o: Any) -> Any:
-        return np.power(o, self)
-
-    def __matmul__(self, o: Any) -> Any:
-        return np.matmul(self, o)
-
-    def __rmatmul__(self, o: Any) -> Any:
-        return np.matmul(o, self)
-
-    def __neg__(self) -> Any:
-        return np.negative(self)
-
-    def __pos__(self) -> Any:
-        return np.positive(self)
-
-    def __abs__(self) -> Any:
-        return np.absolute(self)
-
-    def __invert__(self) -> Any:
-        return np.invert(self)
-
-    def __and__(self, o: Any) -> Any:
-        return np.bitwise_and(self, o)
-
-    def __rand__(self, o: Any) -> Any:
-        return np.bitwise_and(o, self)
-
-    def __or__(self, o: Any) -> Any:
-        return np.bitwise_or(self, o)
-
-    def __ror__(self, o: Any) -> Any:
-        return np.bitwise_or(o, self)
-
-    def __xor__(self, o: Any) -> Any:
-        return np.bitwise_xor(self, o)
-
-    def __rxor__(self, o: Any) -> Any:
-        return np.bitwise_xor(o, self)
-
-    def __lt__(self, o: Any) -> Any:
-        return np.less(self, o)
-
-    def __le__(self, o: Any) -> Any:
-        return np.less_equal(self, o)
-
-    def __gt__(self, o: Any) -> Any:
-        return np.greater(self, o)
-
-    def __ge__(self, o: Any) -> Any:
-        return np.greater_equal(self, o)
-
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
-        return np.equal(self, o)
-
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
-        return np.not_equal(self, o)
-
-    # in place: a new version of this array (and of the array it is a view of)
-    def _inplace(self, ufunc: np.ufunc, o: Any) -> TapeArray:
-        ufunc(self, o, out=self)
-        return self
-
-    def __iadd__(self, o: Any) -> TapeArray:
-        return self._inplace(np.add, o)
-
-    def __isub__(self, o: Any) -> TapeArray:
-        return self._inplace(np.subtract, o)
-
-    def __imul__(self, o: Any) -> TapeArray:
-        return self._inplace(np.multiply, o)
-
-    def __itruediv__(self, o: Any) -> TapeArray:
-        return self._inplace(np.divide, o)
-
-    def __ifloordiv__(self, o: Any) -> TapeArray:
-        return self._inplace(np.floor_divide, o)
-
-    def __imod__(self, o: Any) -> TapeArray:
-        return self._inplace(np.remainder, o)
-
-    def __ipow__(self, o: Any) -> TapeArray:
-        self._assign(Ellipsis, self.__pow__(o))
-        return self
-
-    def __imatmul__(self, o: Any) -> TapeArray:
-        self._assign(Ellipsis, np.matmul(self, o))
-        return self
-
-    def __iand__(self, o: Any) -> TapeArray:
-        return self._inplace(np.bitwise_and, o)
-
-    def __ior__(self, o: Any) -> TapeArray:
-        return self._inplace(np.bitwise_or, o)
-
     # -- methods ------------------------------------------------------------------------------------------
     def copy(self, order: str = "C") -> TapeArray:
         return TapeArray(self._tape, self._read())  # versions are immutable: a new handle is a copy
@@ -456,8 +304,6 @@ class TapeArray(Traced):
     def astype(
         self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
     ) -> TapeArray:
-        from ._structure import ASTYPE
-
         dtype = np.dtype(dtype)
         if dtype == self.dtype:
             return self.copy() if copy else self
