@@ -3,7 +3,7 @@ thread, for every operator in both modes and every same-engine SecondOrder compo
 
 autograd numbers its traces with one process-wide counter; a trace nested in one thread could get a
 level at or below its outer trace's while another thread's trace ended, and f's values were then
-differentiated with respect to the wrong trace (see `_TRACING` in diface/backends/autograd.py). Functions
+differentiated with respect to the wrong trace (see `TRACING` in diface/backends/_autograd/_lock.py). Functions
 that call autograd themselves, with boxes of two traces meeting in one primitive, showed it: wrong
 results and errors from most calls. The fallback switches of a kernel (missing JVP rules) are shared
 state too, set by whichever thread meets the missing rule first."""
@@ -33,9 +33,10 @@ from diface.testing._check import SECOND_ORDER
 A = di.AutoAutograd
 SO = di.SecondOrder
 THREADS = 8
-FIRST_ORDER = [A("reverse"), A("forward")]
+FIRST_ORDER = [A("reverse"), A("forward"), A("auto")]
 SECOND_ORDER_BACKENDS = [
-    *FIRST_ORDER,
+    A("reverse"),
+    A("forward"),
     SO(A("forward"), A("reverse")),
     SO(A("reverse"), A("forward")),
     SO(A("reverse"), A("reverse")),
@@ -171,3 +172,32 @@ def test_rules_that_trace_during_the_backward_pass():
         single = [hess.hessian(p) for p in points]
         _assert_all_equal(results, single)
         np.testing.assert_allclose(single, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_linearizers_and_plans_called_directly_from_eight_threads():
+    """Other parts of diface (AutoSparse's compressed sweeps) call a backend's linearizers, their
+    products and its second-order plan's `linearize` directly, outside any kernel: they hold the lock
+    themselves."""
+    from diface._arrays import NUMPY
+    from diface._problem import Problem
+
+    fn = lambda x: small_closure(anp, x)  # sum(x^2), with boxes of two traces in one primitive
+    points = [np.array([0.3, -0.5, 0.7]) + 0.1 * k for k in range(THREADS)]
+    problem = Problem(fn, points[0], (), None, NUMPY)
+    pull = A().prepare_linearize(problem, "reverse")
+    push = A().prepare_linearize(problem, "forward")
+    plan = A().second_order_plan(problem)
+    basis = np.eye(3)
+
+    def call(k: int) -> Any:
+        x = points[k]
+        return np.concatenate(
+            [
+                pull(x, (), None).pull(np.ones((1,)))[0],
+                push(x, (), None).push(basis),
+                plan.linearize(x, ()).push(basis).ravel(),
+            ]
+        )
+
+    expected = [np.concatenate([2 * p, 2 * p, 2 * np.eye(3).ravel()]) for p in points]
+    _assert_all_equal(_hammer(call, 50), expected)
