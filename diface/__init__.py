@@ -61,6 +61,7 @@ _LAZY = {
     "DenseSparsityDetector": "._sparse._detectors",
     "KnownSparsity": "._sparse._detectors",
     "TracerSparsityDetector": "._sparse._detectors",
+    "spy": "._sparse._spy",
 }
 
 
@@ -97,6 +98,7 @@ __all__ = [
     "GreedyColoring",
     "KnownSparsity",
     "TracerSparsityDetector",
+    "spy",
     # contexts
     "Cache",
     "Constant",

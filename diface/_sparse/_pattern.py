@@ -17,6 +17,7 @@ it, and `Pattern.to_scipy(data)` turns them into a matrix.
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -233,7 +234,14 @@ class Pattern:
         data = np.asarray(data)
         if data.shape != (self.nnz,):
             raise ValueError(f"data must have shape ({self.nnz},), got {data.shape}")
-        return csr_array((data, self._indices, self._indptr), shape=self._shape)
+        template = self.memo(
+            "scipy", lambda: csr_array((np.ones(self.nnz), self._indices, self._indptr), shape=self._shape)
+        )
+        # a shallow copy of a checked template, with its own index arrays (scipy may sort or prune them
+        # in place) and `data`: csr_array's constructor checks cost more than a small Jacobian
+        result = copy.copy(template)
+        result.data, result.indices, result.indptr = data, template.indices.copy(), template.indptr.copy()
+        return result
 
     def values_of(self, matrix: Any) -> np.ndarray:
         """`(nnz,)`: the entries of a dense `(m, n)` array at this pattern's nonzeros, in CSR order."""
