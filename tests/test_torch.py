@@ -19,9 +19,10 @@ from diface.testing._check import SECOND_ORDER, check_operator
 
 torch = pytest.importorskip("torch")
 
-import diface.backends.torch as torch_backend  # noqa: E402  (after the skip: it is only useful with torch)
+import diface._derive._sweep as sweep  # noqa: E402  (after the skip: they are only useful with torch)
+from diface.backends._torch import batching  # noqa: E402
 
-REVERSE, FORWARD = di.AutoTorch(), di.AutoTorch("forward")
+AUTO, REVERSE, FORWARD = di.AutoTorch(), di.AutoTorch("reverse"), di.AutoTorch("forward")
 FD = di.AutoFiniteDiff()
 SCENARIOS = {s.name: s for s in default_scenarios()}
 COMBINATIONS = [
@@ -33,9 +34,19 @@ COMBINATIONS = [
 ]
 
 
+def force_batching(monkeypatch, strategy: str) -> None:
+    """Batches of products one at a time ("loop") or through vmap wherever f allows it ("vmap"), instead of
+    as preparation's timing decides: the documented way, monkeypatching `batching.vmap_threshold`."""
+    if strategy == "loop":
+        threshold = lambda trial: batching.INF
+    else:
+        threshold = lambda trial: 2 if trial is None or trial.vmap_works() else batching.INF
+    monkeypatch.setattr(batching, "vmap_threshold", threshold)
+
+
 # -- the whole test kit ------------------------------------------------------------------------------
-@pytest.mark.parametrize(("backend", "scenario", "op"), operator_cases([FORWARD], False))
-def test_every_operator_in_forward_mode(backend, scenario, op):  # reverse mode: tests/test_operators.py
+@pytest.mark.parametrize(("backend", "scenario", "op"), operator_cases([FORWARD, REVERSE], False))
+def test_every_operator_in_each_forced_mode(backend, scenario, op):  # "auto": tests/test_operators.py
     assert_operator(backend, scenario, op)
 
 
@@ -50,7 +61,7 @@ def test_second_order_combinations(backend, scenario, op):
 )
 def test_both_batching_strategies(monkeypatch, strategy, backend):
     """Batches run one product at a time or through vmap (chosen by timing); force each in turn."""
-    monkeypatch.setattr(torch_backend, "_FORCE_BATCHING", strategy)
+    force_batching(monkeypatch, strategy)
     names = ["vector to vector", "vector to scalar", "vector to scalar, Cache context", "vector to vector, in place"]
     for scenario in (SCENARIOS[n] for n in names):
         for op in scenario.operators():
@@ -63,15 +74,25 @@ def test_both_batching_strategies(monkeypatch, strategy, backend):
 
 @pytest.mark.parametrize("strategy", ["loop", "vmap"])
 def test_sweeps_in_chunks_with_seeds_made_per_call(monkeypatch, strategy):
-    """Bases larger than a chunk are swept chunk by chunk, and bases too large to keep an identity for
-    build their seeds per call (shrunk here to sizes a test can afford)."""
-    monkeypatch.setattr(torch_backend, "_FORCE_BATCHING", strategy)
-    monkeypatch.setattr(torch_backend, "_BASIS_CHUNK", 3)
-    monkeypatch.setattr(torch_backend, "_CACHED_SEEDS_UP_TO", 4)
+    """Bases larger than a chunk are swept chunk by chunk on one linearization, and bases whose identity
+    is larger than the result build their seeds per call (the core's memory budget, shrunk here to
+    sizes a test can afford)."""
+    force_batching(monkeypatch, strategy)
+    monkeypatch.setattr(sweep, "MIN_BUDGET", 30)
     x = torch.linspace(-1.0, 1.5, 7, dtype=torch.float64)
-    for backend in (REVERSE, FORWARD, *COMBINATIONS[:4]):
+    calls = []
+
+    def sines(x):
+        calls.append(None)
+        return torch.sin(x)
+
+    for backend in (AUTO, REVERSE, FORWARD, *COMBINATIONS[:4]):
         if not isinstance(backend, di.SecondOrder):
-            assert torch.allclose(di.prepare_jacobian(torch.sin, backend, x)(x), torch.diag(torch.cos(x)))
+            prep = di.prepare_jacobian(sines, backend, x)
+            calls.clear()
+            assert torch.allclose(prep(x), torch.diag(torch.cos(x)))
+            assert len(calls) == 1 or backend is not REVERSE  # one forward pass per call in reverse mode
+            assert torch.allclose(di.jacobian(lambda x: torch.sin(x[:3]), backend, x), torch.diag(torch.cos(x))[:3])
         hessian = di.prepare_hessian(lambda x: torch.sum(x**3), backend, x)
         assert torch.allclose(hessian(x), torch.diag(6 * x))
 
@@ -331,7 +352,7 @@ def test_inputs_and_their_autograd_state_are_left_intact(backend):
 @pytest.mark.parametrize("strategy", ["loop", "vmap"])
 @pytest.mark.parametrize("backend", [REVERSE, *COMBINATIONS[:4]], ids=repr)
 def test_second_order_results_carry_no_graph_through_weights_that_require_grad(monkeypatch, strategy, backend):
-    monkeypatch.setattr(torch_backend, "_FORCE_BATCHING", strategy)
+    force_batching(monkeypatch, strategy)
     w = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
     x = torch.tensor([0.5, -0.25, 1.5], dtype=torch.float64)
     f = lambda x: torch.sum(w * x**3)
@@ -726,12 +747,12 @@ def test_finite_differences_work_on_tensors():
 
 # -- the backend object --------------------------------------------------------------------------------
 def test_backend_object():
-    assert REVERSE == di.AutoTorch("reverse") and hash(REVERSE) == hash(di.AutoTorch())
-    assert repr(FORWARD) == "AutoTorch(mode='forward')"
+    assert AUTO == di.AutoTorch("auto") and hash(AUTO) == hash(di.AutoTorch("auto")) and AUTO != REVERSE
+    assert repr(FORWARD) == "AutoTorch(mode='forward')" and AUTO.label() == "AutoTorch()"
     assert di.check_available(REVERSE) and di.check_inplace(REVERSE) and di.check_inplace(FORWARD)
     assert di.check_inplace(di.SecondOrder(FD, REVERSE))
     assert REVERSE.array_namespace() is torch
-    with pytest.raises(di.ArgumentError, match="mode must be 'reverse' or 'forward'") as info:
+    with pytest.raises(di.ArgumentError, match="mode must be 'auto', 'forward' or 'reverse'") as info:
         di.AutoTorch("sideways")
     assert isinstance(info.value, (TypeError, ValueError))
     with pytest.raises(di.ArgumentError, match="torch tensors, NumPy arrays and numbers"):

@@ -23,12 +23,13 @@ torch = pytest.importorskip("torch")
 import torch.autograd.forward_ad as fwad  # noqa: E402
 
 import diface.backends.torch as torch_backend  # noqa: E402
+from diface.backends._torch import batching  # noqa: E402
 
-REVERSE, FORWARD = di.AutoTorch(), di.AutoTorch("forward")
+REVERSE, FORWARD = di.AutoTorch("reverse"), di.AutoTorch("forward")
 FOR, ROF, ROR, FOF = (
     di.SecondOrder(a, b) for a, b in ((FORWARD, REVERSE), (REVERSE, FORWARD), (REVERSE, REVERSE), (FORWARD, FORWARD))
 )
-BACKENDS = [REVERSE, FORWARD, FOR, ROF, ROR, FOF]
+BACKENDS = [di.AutoTorch(), REVERSE, FORWARD, FOR, ROF, ROR, FOF]
 D = torch.float64
 THREADS = 8
 
@@ -139,7 +140,9 @@ def test_8_threads_2000_calls_on_one_preparation(backend, scenario, op):
 def test_batched_tangents_from_threads(monkeypatch, strategy):
     """Tuples of tangents, run one product at a time (one forward-AD level for the loop) or through
     vmap over torch.func.jvp / autograd.grad, from threads sharing the preparations."""
-    monkeypatch.setattr(torch_backend, "_FORCE_BATCHING", strategy)
+    # forced as tests/test_torch.py does: monkeypatching the decision function
+    threshold = batching.INF if strategy == "loop" else 2
+    monkeypatch.setattr(batching, "vmap_threshold", lambda trial: threshold)
     x0, seeds = torch.ones(4, dtype=D), tuple(torch.eye(4, dtype=D)[:3])
     cases = []
     for backend in (REVERSE, FORWARD):
@@ -184,6 +187,37 @@ def test_same_point_preparations_from_threads():
         return calls(100, lambda i: call(ts[i % 16]), lambda i: want(ts[i % 16]))
 
     assert run_threads(work) == []
+
+
+def test_one_recorded_graph_serves_concurrent_backward_passes():
+    """A reverse-mode linearization is `shareable`: a same-point pullback records f's graph once, and
+    every thread's backward passes (single and vmapped, through a graph large enough for them to overlap)
+    run through that one graph at once, as torch's autograd allows with `retain_graph` (its engine locks
+    each node's state; `torch.autograd.grad` accumulates into no `.grad`)."""
+    a = torch.randn(200, 200, generator=torch.Generator().manual_seed(0), dtype=D) / 15
+    f = lambda x: torch.tanh(a @ torch.tanh(a @ x)) * x
+    x = torch.linspace(-1.0, 1.0, 200, dtype=D)
+    jac = torch.func.jacrev(f)(x)
+    made = []
+    real = torch_backend.reverse_linearizer
+
+    def counting(problem, batch=None):
+        linearizer = real(problem, batch)
+        return lambda *args: made.append(None) or linearizer(*args)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(torch_backend, "reverse_linearizer", counting)
+        one, eight = (di.prepare_pullback_same_point(f, REVERSE, x, tuple(jac[:k])) for k in (1, 8))
+    assert len(made) == 2  # each recorded at preparation, once for all threads
+
+    def work(k: int) -> list[str]:
+        ts = points(k, 200)
+        if k % 2:
+            return calls(200, lambda i: one(x, (ts[i % 16],)), lambda i: (ts[i % 16] @ jac,))
+        return calls(50, lambda i: eight(x, tuple(ts[:8])), lambda i: tuple(t @ jac for t in ts[:8]))
+
+    assert run_threads(work) == []
+    assert len(made) == 2
 
 
 def test_separate_preparations_and_unprepared_calls_in_every_mode_at_once():
