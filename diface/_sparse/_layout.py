@@ -62,7 +62,7 @@ class SparseLayout:
             if buf.data.dtype != dtype:
                 raise ArgumentError(f"{name}: out= holds {buf.data.dtype}, the result is {dtype}")
             return
-        ops.check_sparse_out(buf, self.pattern, name)
+        ops.check_sparse_out(buf, self.pattern, name, dtype)
 
     def write(self, ops: Any, buf: Any, data: Any, user_numpy: bool) -> Any:
         if user_numpy:
