@@ -12,10 +12,12 @@ from ._contexts import Cache, Constant
 from ._errors import (
     ArgumentError,
     BackendUnavailableError,
+    ConvergenceError,
     DifaceError,
     NotSupportedError,
     PreparationMismatchError,
     ShapeError,
+    SingularError,
     TapeMismatchError,
 )
 from ._mixed_mode import MixedMode
@@ -25,12 +27,18 @@ from ._operators import (
     gradient_and_hvp,
     hessian,
     hvp,
+    inverse_pullback,
+    inverse_pushforward,
     jacobian,
     prepare_derivative,
     prepare_gradient,
     prepare_hessian,
     prepare_hvp,
     prepare_hvp_same_point,
+    prepare_inverse_pullback,
+    prepare_inverse_pullback_same_point,
+    prepare_inverse_pushforward,
+    prepare_inverse_pushforward_same_point,
     prepare_jacobian,
     prepare_pullback,
     prepare_pullback_same_point,
@@ -42,6 +50,8 @@ from ._operators import (
     second_derivative,
     value_and_derivative,
     value_and_gradient,
+    value_and_inverse_pullback,
+    value_and_inverse_pushforward,
     value_and_jacobian,
     value_and_pullback,
     value_and_pushforward,
@@ -62,6 +72,7 @@ _LAZY = {
     "KnownSparsity": "._sparse._detectors",
     "TracerSparsityDetector": "._sparse._detectors",
     "spy": "._sparse._spy",
+    "jacobian_operator": "._jacobian_operator",
 }
 
 
@@ -119,6 +130,12 @@ __all__ = [
     "value_and_pushforward",
     "value_derivative_and_second_derivative",
     "value_gradient_and_hessian",
+    # Jacobian-inverse products and the Jacobian as an operator
+    "inverse_pullback",
+    "inverse_pushforward",
+    "jacobian_operator",
+    "value_and_inverse_pullback",
+    "value_and_inverse_pushforward",
     # preparation
     "Prep",
     "prepare_derivative",
@@ -126,6 +143,10 @@ __all__ = [
     "prepare_hessian",
     "prepare_hvp",
     "prepare_hvp_same_point",
+    "prepare_inverse_pullback",
+    "prepare_inverse_pullback_same_point",
+    "prepare_inverse_pushforward",
+    "prepare_inverse_pushforward_same_point",
     "prepare_jacobian",
     "prepare_pullback",
     "prepare_pullback_same_point",
@@ -135,9 +156,11 @@ __all__ = [
     # errors
     "ArgumentError",
     "BackendUnavailableError",
+    "ConvergenceError",
     "DifaceError",
     "NotSupportedError",
     "PreparationMismatchError",
     "ShapeError",
+    "SingularError",
     "TapeMismatchError",
 ]

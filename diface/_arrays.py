@@ -125,8 +125,9 @@ class ArrayOps(abc.ABC):
 
         raise NotSupportedError(f"diface knows no sparse matrix type for {self.name} arrays; pass NumPy input")
 
-    def check_sparse_out(self, buf: Any, pattern: Any, name: str) -> None:
-        """Raise unless `buf` is a sparse matrix of this library with `pattern` that can be written."""
+    def check_sparse_out(self, buf: Any, pattern: Any, name: str, dtype: Any = None) -> None:
+        """Raise unless `buf` is a sparse matrix of this library with `pattern` (and values of `dtype`)
+        that can be written."""
         from ._errors import NotSupportedError
 
         raise NotSupportedError(f"{name}: {self.name} sparse matrices cannot be out= buffers")
@@ -134,6 +135,53 @@ class ArrayOps(abc.ABC):
     def write_sparse(self, buf: Any, data: Any) -> None:
         """Write the nonzeros `data` into the sparse matrix `buf`."""
         raise NotImplementedError
+
+    # linear solves (Jacobian-inverse products) -------------------------------------------------
+    def lu_factor(self, a: Any) -> Any:
+        """LU factors (with partial pivoting) of the square matrix `a` `(n, n)`, for `lu_solve`."""
+        from ._errors import NotSupportedError
+
+        raise NotSupportedError(
+            f"diface has no LU factorization for {self.name} arrays; use method='krylov' or NumPy input"
+        )
+
+    def lu_solve(self, factors: Any, b: Any, transpose: bool = False) -> Any:
+        """`X` with `A X = b` (`transpose`: `Aᵀ X = b`), `b` of shape `(n, k)`, from `lu_factor(A)`."""
+        raise NotImplementedError
+
+    def lu_diagonal(self, factors: Any) -> np.ndarray:
+        """The diagonal of U in `factors`, as a NumPy array (to tell a singular matrix)."""
+        raise NotImplementedError
+
+    def sparse_to_dense(self, a: Any) -> Any:
+        """The sparse matrix `a` of this library (what `sparse_matrix` makes) as a dense array."""
+        from ._errors import NotSupportedError
+
+        raise NotSupportedError(f"diface knows no sparse matrix type for {self.name} arrays")
+
+    def gmres(
+        self,
+        matvec: Callable[[Any], Any],
+        b: Any,
+        x0: Any,
+        rtol: float,
+        restart: int,
+        cycles: int,
+        parts: tuple[Callable, tuple] | None = None,
+    ) -> Any:
+        """Restarted GMRES for `A x = b` (`b` of shape `(n,)`, `matvec(v) = A v`), from `x0` (or zero),
+        until the residual is `rtol * |b|` or `cycles` restarts of `restart` iterations are spent.
+        `parts`, where given, is `(fn, args)` with `matvec(v) == fn(*args, v)` and `fn` the same object
+        from call to call (for a library that compiles the solver). The default is diface's own loop
+        (`diface._gmres`): vectors stay in this library's arrays, on their device; only the small
+        Hessenberg system is solved on the host."""
+        from ._gmres import gmres
+
+        return gmres(self, matvec, b, x0, rtol, restart, cycles)
+
+    def norm(self, a: Any) -> float:
+        """The 2-norm of `a` as a Python float."""
+        return float(np.sqrt(float(self.vdot(a, a))))
 
     def check_writable(self, a: Any, label: str = "an out= buffer") -> None:  # noqa: B027 - a hook
         """Raise a `DifaceError` unless results can be written into `a` (called on every `out=` buffer
@@ -229,6 +277,54 @@ class NumpyOps(ArrayOps):
 
     def sparse_matrix(self, pattern: Any, data: Any) -> Any:
         return pattern.to_scipy(np.asarray(data))
+
+    def lu_factor(self, a: Any) -> Any:
+        try:
+            from scipy.linalg import lu_factor
+        except ImportError:  # NumPy alone: keep the matrix, solve it on each call
+            return ("matrix", np.array(a, copy=True))
+        import warnings
+
+        with warnings.catch_warnings():  # a singular matrix is reported by the caller, from the pivots
+            warnings.simplefilter("ignore")
+            return ("lu", lu_factor(a, check_finite=False))
+
+    def lu_solve(self, factors: Any, b: Any, transpose: bool = False) -> Any:
+        kind, data = factors
+        if kind == "matrix":
+            return np.linalg.solve(data.T if transpose else data, b)
+        from scipy.linalg import lu_solve
+
+        return lu_solve(data, b, trans=1 if transpose else 0, check_finite=False)
+
+    def lu_diagonal(self, factors: Any) -> np.ndarray:
+        kind, data = factors
+        if kind == "matrix":  # no factors: the singular values tell instead
+            return np.linalg.svd(data, compute_uv=False) if data.size else np.ones(0)
+        return np.diagonal(data[0]).copy()
+
+    def gmres(
+        self,
+        matvec: Callable[[Any], Any],
+        b: Any,
+        x0: Any,
+        rtol: float,
+        restart: int,
+        cycles: int,
+        parts: tuple[Callable, tuple] | None = None,
+    ) -> Any:
+        """`scipy.sparse.linalg.gmres` (diface's own loop where SciPy is not installed)."""
+        try:
+            from scipy.sparse.linalg import LinearOperator, gmres
+        except ImportError:
+            return super().gmres(matvec, b, x0, rtol, restart, cycles)
+        n = b.shape[0]
+        A = LinearOperator((n, n), matvec=lambda v: matvec(np.reshape(v, (n,))), dtype=b.dtype)
+        x, _ = gmres(A, b, x0=x0, rtol=rtol, atol=0.0, restart=restart, maxiter=cycles)
+        return x
+
+    def norm(self, a: Any) -> float:
+        return float(np.linalg.norm(a))
 
     def vdot(self, a: Any, b: Any) -> Any:
         return np.sum(a * b)

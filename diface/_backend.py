@@ -143,6 +143,38 @@ class Backend(abc.ABC):
             return _derive.same_point_products(linearizer, problem, False)
         return self.prepare_pullback(problem, cotangents)
 
+    # -- Jacobian-inverse products -------------------------------------------------------------
+    def prepare_inverse_linearize(self, problem: Problem) -> Linearizer | None:
+        """Inverse accumulation (`method="accumulate"` of `inverse_pushforward`/`inverse_pullback`): a
+        `Linearizer` whose linearizations at x apply J⁻¹ and J⁻ᵀ without forming J. Their `push`
+        solves `J dx = ty` for a batch of `ty` (`(B, *y_shape)` -> `(B, *x_shape)`), their `pull` solves
+        `Jᵀ dy = tx` (`(B, *x_shape)` -> `(B, *y_shape)`); a step that cannot be inverted raises
+        `SingularError`. None (the default): the engine has no such plan for f, and the core solves with
+        J (`"dense"`) or its products (`"krylov"`)."""
+        return None
+
+    def prepare_inverse_pushforward(self, problem: Problem, tangents: tuple, solver: _derive.InverseSolver) -> Kernel:
+        """`J⁻¹ t` for each `t` shaped like y (solves `J dx = t`), by `solver.method`: the core derives it
+        from `prepare_inverse_linearize`, `prepare_jacobian` or the products (`diface._derive.inverse`)."""
+        return _derive.derive_inverse(self, problem, True, False, solver)
+
+    def prepare_inverse_pullback(self, problem: Problem, cotangents: tuple, solver: _derive.InverseSolver) -> Kernel:
+        """`J⁻ᵀ t` for each `t` shaped like x (solves `Jᵀ dy = t`); see `prepare_inverse_pushforward`."""
+        return _derive.derive_inverse(self, problem, False, False, solver)
+
+    def prepare_inverse_pushforward_same_point(
+        self, problem: Problem, tangents: tuple, solver: _derive.InverseSolver
+    ) -> Kernel:
+        """Like `prepare_inverse_pushforward`, at `problem.x` only: the factorization or linearization is
+        made once, here."""
+        return _derive.derive_inverse(self, problem, True, True, solver)
+
+    def prepare_inverse_pullback_same_point(
+        self, problem: Problem, cotangents: tuple, solver: _derive.InverseSolver
+    ) -> Kernel:
+        """Like `prepare_inverse_pullback`, at `problem.x` only."""
+        return _derive.derive_inverse(self, problem, False, True, solver)
+
     # -- sparsity ------------------------------------------------------------------------------
     def detect_sparsity(self, problem: Problem, order: int) -> Any:
         """The global pattern (valid at every x) of f's Jacobian (`order` 1, shape (y.size, x.size)) or

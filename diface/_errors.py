@@ -9,10 +9,12 @@ from __future__ import annotations
 __all__ = [
     "ArgumentError",
     "BackendUnavailableError",
+    "ConvergenceError",
     "DifaceError",
     "NotSupportedError",
     "PreparationMismatchError",
     "ShapeError",
+    "SingularError",
     "TapeMismatchError",
 ]
 
@@ -45,3 +47,13 @@ class ShapeError(DifaceError, ValueError):
 class ArgumentError(DifaceError, TypeError, ValueError):
     """An argument of the wrong kind or value: a bare extra argument, a buffer of the wrong dtype or
     array type, an unknown method name. Catchable as `TypeError` and as `ValueError`."""
+
+
+class SingularError(DifaceError, ArithmeticError):
+    """A Jacobian-inverse product at a point where J is singular: a step of an inverse accumulation that
+    cannot be inverted (the message names it, with its file and line), or a singular dense factorization."""
+
+
+class ConvergenceError(DifaceError, ArithmeticError):
+    """An iterative (Krylov) solve did not reach its tolerance within its iterations; the message gives
+    the residual reached and what to try."""

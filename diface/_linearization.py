@@ -47,6 +47,13 @@ class Linearization:
         """`t @ J` for each row `t` of `cotangents` (shape `(B, *y_shape)`), stacked: `(B, *x_shape)`."""
         raise NotImplementedError(f"{type(self).__name__} has no reverse products")
 
+    def product_parts(self, forward: bool) -> tuple[Callable, tuple] | None:
+        """`(fn, args)` with `push(t) == fn(*args, t)` (`forward`, else `pull`), where `fn` is one object
+        for all the linearizations of a linearizer and `args` are arrays (or pytrees): a compiled solver
+        (JAX's GMRES, `method="krylov"`) then takes the products as an argument and compiles once, not
+        at every point. None (the default): not offered."""
+        return None
+
 
 #: `linearizer(x, context_values, y) -> Linearization` (y: the output buffer of an in-place f, or None)
 Linearizer = Callable[[Any, tuple, Any], Linearization]

@@ -18,7 +18,7 @@ from ._arrays import NUMPY, ArrayOps
 from ._backend import Backend, _require_backend
 from ._contexts import Constant, Context, check_contexts
 from ._errors import ArgumentError, NotSupportedError, PreparationMismatchError, ShapeError
-from ._problem import Kernel, Problem, dtype_of, shape_of
+from ._problem import Kernel, Problem, dtype_of, shape_of, size_of
 from ._signature import Signature, describe
 
 __all__ = ["OPERATORS", "OpSpec", "Prep", "call", "prepare"]
@@ -43,6 +43,8 @@ class OpSpec:
     #: shapes of the derivative results of the full variant, from (x.shape, y.shape); the plain
     #: operator returns the last one
     result_shapes: Callable[[tuple, tuple], tuple[tuple, ...]]
+    #: J must be square (y.size == x.size): the Jacobian-inverse products
+    square: bool = False
 
 
 OPERATORS: dict[str, OpSpec] = {
@@ -65,6 +67,28 @@ OPERATORS: dict[str, OpSpec] = {
         ),
         OpSpec("hessian", None, False, False, True, True, "value_gradient_and_hessian", lambda xs, ys: (xs, xs + xs)),
         OpSpec("hvp", "tx", False, False, True, False, "gradient_and_hvp", lambda xs, ys: (xs, xs)),
+        OpSpec(
+            "inverse_pushforward",
+            "ty",
+            True,
+            False,
+            False,
+            True,
+            "value_and_inverse_pushforward",
+            lambda xs, ys: (xs,),
+            square=True,
+        ),
+        OpSpec(
+            "inverse_pullback",
+            "tx",
+            True,
+            False,
+            False,
+            True,
+            "value_and_inverse_pullback",
+            lambda xs, ys: (ys,),
+            square=True,
+        ),
     )
 }
 
@@ -93,6 +117,7 @@ class Prep:
         point: tuple[Any, tuple],
         structure: tuple,
         tangents: tuple | None = None,
+        options: Any = None,
     ) -> None:
         ops = problem.ops
         # what `copy()` needs to prepare again: the problem, the native tangents, the settings
@@ -106,7 +131,9 @@ class Prep:
             point=point,
             structure=structure,
             tangents=tangents,
+            options=options,
         )
+        self._options = options
         self.f = problem.f
         self.backend = backend
         self.strict = strict
@@ -190,7 +217,7 @@ class Prep:
         kernel = (
             copy_kernel()
             if copy_kernel is not None
-            else prepare_kernel(self.op, self.backend, self._problem, self._tangents, self.same_point)
+            else prepare_kernel(self.op, self.backend, self._problem, self._tangents, self.same_point, self._options)
         )
         return type(self)(self._problem, self.backend, kernel, **self._settings)
 
@@ -550,13 +577,16 @@ def native_x(ops: ArrayOps, x: Any) -> Any:
     return ops.asarray(x)
 
 
-def prepare_kernel(op: OpSpec, backend: Backend, problem: Problem, tangents: tuple | None, same_point: bool) -> Kernel:
+def prepare_kernel(
+    op: OpSpec, backend: Backend, problem: Problem, tangents: tuple | None, same_point: bool, options: Any = None
+) -> Kernel:
     """The backend's kernel for operator `op` on `problem` (with native `tangents` for the operators
-    that take them)."""
+    that take them, and the operator's `options`, such as an inverse product's solver, where it has any)."""
     if op.extra is None:
         return getattr(backend, f"prepare_{op.name}")(problem)
     suffix = "_same_point" if same_point else ""
-    return getattr(backend, f"prepare_{op.name}{suffix}")(problem, tangents)
+    prepare_op = getattr(backend, f"prepare_{op.name}{suffix}")
+    return prepare_op(problem, tangents) if options is None else prepare_op(problem, tangents, options)
 
 
 def _snapshot(ops: ArrayOps, value: Any) -> Any:
@@ -580,8 +610,10 @@ def prepare(
     strict: bool = True,
     same_point: bool = False,
     single_use: bool = False,
+    options: Any = None,
 ) -> Prep:
-    """Validate, convert, and ask `backend` for the kernel of operator `op`."""
+    """Validate, convert, and ask `backend` for the kernel of operator `op` (with `options`, for the
+    operators that have some)."""
     where = f"prepare_{op.name}" if not single_use else op.name
     if not callable(f):
         raise ArgumentError(f"{where}: f must be callable, got {_kind(f)}")
@@ -629,6 +661,12 @@ def prepare(
             f"{where}: needs f to return a scalar (shape ()), but it returned shape {y_shape}; use jacobian "
             "for array outputs, or reduce the output (e.g. with .sum())"
         )
+    if op.square and size_of(y_shape) != size_of(problem.x_shape):
+        raise ShapeError(
+            f"{where}: needs a square Jacobian (as many outputs as inputs), but x has shape {problem.x_shape} "
+            f"({size_of(problem.x_shape)} elements) and f's output has shape {y_shape} ({size_of(y_shape)}); "
+            "J has no inverse. For least-squares problems, solve with di.jacobian or di.jacobian_operator"
+        )
     batch = None
     native: tuple | None = None
     if op.extra is not None:
@@ -654,7 +692,7 @@ def prepare(
                 )
             converted.append(tn)
         native = tuple(converted)
-    kernel = prepare_kernel(op, backend, problem, native, same_point)
+    kernel = prepare_kernel(op, backend, problem, native, same_point, options)
     labels, values = _labelled(op, x, extra, contexts, y)
     constants = tuple(c.value for c in contexts if isinstance(c, Constant))
     if same_point:
@@ -671,6 +709,7 @@ def prepare(
         point=(_snapshot(NUMPY, x) if same_point else x, constants),
         structure=(extra, contexts, y),
         tangents=native,
+        options=options,
     )
 
 
@@ -709,10 +748,11 @@ def call(
     prep: Prep | None,
     out: Any,
     y: Any,
+    options: Any = None,
 ) -> Any:
-    """An operator call: prepare for this one call, or check and reuse `prep`."""
+    """An operator call: prepare for this one call (with `options`), or check and reuse `prep`."""
     if prep is None:
-        prep = prepare(op, f, backend, x, extra, contexts, y, strict=False, single_use=True)
+        prep = prepare(op, f, backend, x, extra, contexts, y, strict=False, single_use=True, options=options)
         return prep.run(full, x, extra, contexts, out, y, check=False)
     if not isinstance(prep, Prep):
         raise ArgumentError(f"{op.name}: prep= must be a preparation from di.prepare_{op.name}(...), got {_kind(prep)}")
@@ -849,6 +889,50 @@ class HvpPrep(Prep):
     __call__ = hvp
 
 
+class _InversePrep(Prep):
+    """What the two preparations of Jacobian-inverse products share: the method they solve by."""
+
+    @property
+    def method(self) -> str:
+        """The method the preparation solves by: "accumulate", "dense" or "krylov" (what "auto" chose)."""
+        return self.kernel.method
+
+    @property
+    def solver(self) -> Any:
+        """The settings asked for at preparation (`method`, `rtol`, `maxiter`; None: the defaults)."""
+        return self._options
+
+
+class InversePushforwardPrep(_InversePrep):
+    """Preparation for `inverse_pushforward` and `value_and_inverse_pushforward`; `prep.method` says how
+    it solves."""
+
+    op = OPERATORS["inverse_pushforward"]
+
+    def inverse_pushforward(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(False, x, ty, contexts, out, y, check=True)
+
+    def value_and_inverse_pushforward(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(True, x, ty, contexts, out, y, check=True)
+
+    __call__ = inverse_pushforward
+
+
+class InversePullbackPrep(_InversePrep):
+    """Preparation for `inverse_pullback` and `value_and_inverse_pullback`; `prep.method` says how it
+    solves."""
+
+    op = OPERATORS["inverse_pullback"]
+
+    def inverse_pullback(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(False, x, tx, contexts, out, y, check=True)
+
+    def value_and_inverse_pullback(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        return self.run(True, x, tx, contexts, out, y, check=True)
+
+    __call__ = inverse_pullback
+
+
 for _cls in (
     PushforwardPrep,
     PullbackPrep,
@@ -858,6 +942,8 @@ for _cls in (
     SecondDerivativePrep,
     HessianPrep,
     HvpPrep,
+    InversePushforwardPrep,
+    InversePullbackPrep,
 ):
     for _name in (_cls.op.name, _cls.op.full_name):
         getattr(
@@ -875,5 +961,7 @@ PREP_CLASSES: dict[str, type[Prep]] = {
         SecondDerivativePrep,
         HessianPrep,
         HvpPrep,
+        InversePushforwardPrep,
+        InversePullbackPrep,
     )
 }

@@ -7,6 +7,7 @@ a backend overrides only where it has something faster. Second-order operators c
 `SecondOrderPlan` (`second_order`).
 """
 
+from .inverse import InverseSolver, derive_inverse
 from .jacobian import derive_jacobian
 from .linearized import linearized_products, same_point_products
 from .mode import choose_kernel, sweep_mode
@@ -14,9 +15,11 @@ from .second_order import SecondOrderPlan, compose
 from .wrong_mode import derive_pullback, derive_pushforward
 
 __all__ = [
+    "InverseSolver",
     "SecondOrderPlan",
     "choose_kernel",
     "compose",
+    "derive_inverse",
     "derive_jacobian",
     "derive_pullback",
     "derive_pushforward",

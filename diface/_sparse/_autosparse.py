@@ -138,6 +138,9 @@ class AutoSparse(Backend):
     def prepare_linearize(self, problem: Problem, mode: str) -> Any:
         return self.dense.prepare_linearize(problem, mode)
 
+    def prepare_inverse_linearize(self, problem: Problem) -> Any:
+        return self.dense.prepare_inverse_linearize(problem)
+
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
         return self.dense.prepare_pushforward(problem, tangents)
 

@@ -106,6 +106,14 @@ class AutoTape(Backend):
 
         return TapeLinearizer(problem)
 
+    def prepare_inverse_linearize(self, problem: Problem) -> Linearizer | None:
+        """Inverse accumulation over the recording (`diface.backends._tape._inverse`): J⁻¹ and J⁻ᵀ step
+        by step, each step a k x k solve (a division for k = 1); None where a step is too large to form."""
+        from ._tape._inverse import TapeInverseLinearizer
+
+        linearizer = TapeInverseLinearizer(problem)
+        return linearizer if linearizer.plan is not None else None
+
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
         if not isinstance(inner, AutoTape):
             return None  # the core's composition, which says what AutoTape can differentiate
@@ -136,6 +144,12 @@ class AutoTape(Backend):
         from ._tape import DerivativeKernel
 
         return DerivativeKernel(problem)
+
+    def prepare_sparse_jacobian(self, problem: Problem, coloring: Any) -> Kernel:
+        """The compressed products in one replay of the tape (`diface.backends._tape._sparse`)."""
+        from ._tape._sparse import SparseJacobianKernel
+
+        return SparseJacobianKernel(problem, coloring)
 
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         from ._tape import JacobianKernel

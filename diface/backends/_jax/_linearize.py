@@ -31,6 +31,9 @@ class JaxLinearization(Linearization):
     def pull(self, cotangents: Any) -> Any:
         return self._pull(self.linear, cotangents)
 
+    def product_parts(self, forward: bool) -> tuple[Callable, tuple]:
+        return (self._push if forward else self._pull), (self.linear,)
+
 
 def linearizer(problem: Problem, jit: bool) -> Linearizer:
     """`jax.linearize` of f at each point (compiled, when `jit`, once for the problem's shapes); the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -120,6 +121,35 @@ class JaxOps(ArrayOps):
     def imag(self, a: Any) -> Any:
         return self.jnp.imag(a)
 
+    # linear solves (Jacobian-inverse products): jax.scipy, on the arrays' device ----------------------
+    def lu_factor(self, a: Any) -> Any:
+        return self.jax.scipy.linalg.lu_factor(a)
+
+    def lu_solve(self, factors: Any, b: Any, transpose: bool = False) -> Any:
+        return self.jax.scipy.linalg.lu_solve(factors, b, trans=1 if transpose else 0)
+
+    def lu_diagonal(self, factors: Any) -> np.ndarray:
+        return np.asarray(self.jnp.diagonal(factors[0]))
+
+    def sparse_to_dense(self, a: Any) -> Any:
+        return a.todense()
+
+    def norm(self, a: Any) -> float:
+        return float(self.jnp.linalg.norm(a))
+
+    def gmres(self, matvec: Any, b: Any, x0: Any, rtol: float, restart: int, cycles: int, parts: Any = None) -> Any:
+        """`jax.scipy.sparse.linalg.gmres` (`maxiter` there counts restarts), compiled once per product
+        function and settings where `parts` gives the products as `fn(*args, v)`: `fn` is static, `args`
+        are traced (without them, the solver's loops are traced again at every call, about a second)."""
+        x0 = self.jnp.zeros_like(b) if x0 is None else x0
+        if parts is None:
+            from jax.scipy.sparse.linalg import gmres
+
+            return gmres(matvec, b, x0=x0, tol=rtol, atol=0.0, restart=restart, maxiter=max(1, cycles))[0]
+        fn, args = parts
+        operator = self.jax.tree_util.Partial(fn, *args)
+        return _compiled_gmres(restart, max(1, cycles))(operator, b, x0, rtol)
+
     # writing: JAX arrays cannot be written -----------------------------------------------------
     def copyto(self, dst: Any, src: Any) -> None:
         raise NotSupportedError("JAX arrays are immutable and cannot be written into")
@@ -154,6 +184,18 @@ class JaxOps(ArrayOps):
 
 
 register_array_ops("jax", JaxOps)
+
+
+@functools.cache
+def _compiled_gmres(restart: int, cycles: int) -> Any:
+    """`jax.scipy.sparse.linalg.gmres` jitted for these settings; the operator is a `Partial` argument."""
+    import jax
+    from jax.scipy.sparse.linalg import gmres
+
+    def solve(operator: Any, b: Any, x0: Any, tol: Any) -> Any:
+        return gmres(operator, b, x0=x0, tol=tol, atol=0.0, restart=restart, maxiter=cycles)[0]
+
+    return jax.jit(solve)
 
 
 def device_of(like: Any) -> Any:
