@@ -3,18 +3,19 @@
 Problems: a 16-layer RealNVP-style affine coupling flow (halves, a 2-layer tanh MLP of width 64 giving
 the log-scale and shift, a fixed permutation after each layer), n = 64 .. 4096, float64.
 
-- "inv/Jv": one J⁻¹v (the linearizer called at x, then `push`: a forward replay and the reverse-inverse
-  sweep) over one prepared Jv (`di.prepare_pushforward`, AutoTape: a forward replay and the tangent
-  sweep); "inv-T/Jv" the same for J⁻ᵀv (`pull`);
+- "inv/Jv": one prepared `inverse_pushforward` with `method="accumulate"` (a forward replay and the
+  reverse-inverse sweep) over one prepared `pushforward` (a forward replay and the tangent sweep);
+  "invT/Jv" the same for `inverse_pullback` (J⁻ᵀv);
 - "dense/inv" (n <= 1024): the prepared tape Jacobian + `scipy.linalg.lu_factor`/`lu_solve` over one
   J⁻¹v by accumulation;
-- the relative error of J⁻¹v on an ill-conditioned flow (cond(J) about 1e7), against a solve with
-  the Jacobian.
+- on an ill-conditioned flow (n = 512, cond(J) about 4e8): the relative errors of J⁻¹v and J⁻ᵀv by
+  accumulation against a solve with the Jacobian, and whether unpreconditioned GMRES (rtol 1e-8)
+  converges within 1000 products (it does not).
 
 Times are medians of interleaved rounds (`diface.testing._timing.interleaved`); BLAS runs on one
 thread unless `--threads` says otherwise.
 
-    python benchmarks/bench_inverse_tape.py [--rounds 7] [--quick] [--threads N]
+    python benchmarks/bench_inverse_tape.py [--rounds 7] [--quick] [--threads N] [--plot FILE.png]
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="n = 64 and 256 only")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--plot", metavar="FILE.png", help="also draw cost against n, log-log (needs matplotlib)")
     args = parser.parse_args()
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, str(args.threads))
@@ -77,29 +79,28 @@ def main() -> None:
     import scipy.linalg
 
     import diface as di
-    from diface._arrays import NUMPY
-    from diface._problem import Problem
     from diface.testing._timing import interleaved
 
     tape = di.AutoTape()
     print(f"{'n':>6} {'Jv us':>9} {'inv us':>9} {'inv/Jv':>7} {'invT/Jv':>8} {'dense us':>10} {'dense/inv':>9}")
     sizes = (64, 256) if args.quick else (64, 256, 1024, 4096)
+    rows: list = []
     for n in sizes:
         f = coupling_flow(np, n)
         rng = np.random.default_rng(n)
         x, v = rng.normal(size=n), rng.normal(size=n)
         push_prep = di.prepare_pushforward(f, tape, x, v)
-        lin = tape.prepare_inverse_linearize(Problem(f, x, (), None, NUMPY))
-        v1 = v[None]
+        inv_prep = di.prepare_inverse_pushforward(f, tape, x, v, method="accumulate")
+        inv_t_prep = di.prepare_inverse_pullback(f, tape, x, v, method="accumulate")
 
-        def jv(push_prep: Any = push_prep, f: Any = f, x: Any = x, v: Any = v) -> Any:
-            return di.pushforward(f, tape, x, v, prep=push_prep)
+        def jv(push_prep: Any = push_prep, x: Any = x, v: Any = v) -> Any:
+            return push_prep.pushforward(x, v)
 
-        def inv(lin: Any = lin, x: Any = x, v1: Any = v1) -> Any:
-            return lin(x, (), None).push(v1)
+        def inv(inv_prep: Any = inv_prep, x: Any = x, v: Any = v) -> Any:
+            return inv_prep.inverse_pushforward(x, v)
 
-        def inv_t(lin: Any = lin, x: Any = x, v1: Any = v1) -> Any:
-            return lin(x, (), None).pull(v1)
+        def inv_t(inv_t_prep: Any = inv_t_prep, x: Any = x, v: Any = v) -> Any:
+            return inv_t_prep.inverse_pullback(x, v)
 
         candidates = {"jv": jv, "inv": inv, "invT": inv_t}
         if n <= 1024:
@@ -111,7 +112,7 @@ def main() -> None:
 
             candidates["dense"] = dense
         exact = np.linalg.solve(di.jacobian(f, tape, x), v)
-        got = inv()[0]
+        got = inv()
         assert np.linalg.norm(got - exact) <= 1e-8 * np.linalg.norm(exact), "J⁻¹v disagrees with a dense solve"
         times = interleaved(candidates, rounds=args.rounds)
         dense_cols = (
@@ -119,25 +120,65 @@ def main() -> None:
             if "dense" in times
             else f"{'-':>10} {'-':>9}"
         )
+        rows.append((n, times))
         print(
             f"{n:6d} {times['jv'] * 1e6:9.0f} {times['inv'] * 1e6:9.0f} {times['inv'] / times['jv']:7.2f} "
             f"{times['invT'] / times['jv']:8.2f} {dense_cols}"
         )
 
-    g = ill_conditioned(np)
-    x = np.random.default_rng(7).normal(size=16)
+    ill_conditioned_rows(np, di, tape)
+    if args.plot:
+        plot(rows, args.plot)
+
+
+def ill_conditioned_rows(np: Any, di: Any, tape: Any) -> None:
+    """Accumulation against LU with the Jacobian, and unpreconditioned GMRES, on a flow with cond(J) ~ 1e7."""
+    n = 512
+    g = ill_conditioned(np, n)
+    x, u = np.random.default_rng(7).normal(size=n), np.random.default_rng(8).normal(size=n)
     jac = di.jacobian(g, tape, x)
-    u = np.random.default_rng(8).normal(size=16)
-    lin = tape.prepare_inverse_linearize(Problem(g, x, (), None, NUMPY))
-    exact = np.linalg.solve(jac, u)
-    got = lin(x, (), None).push(u[None])[0]
-    got_t = lin(x, (), None).pull(u[None])[0]
-    exact_t = np.linalg.solve(jac.T, u)
+    exact, exact_t = np.linalg.solve(jac, u), np.linalg.solve(jac.T, u)
+    got = di.inverse_pushforward(g, tape, x, u, method="accumulate")
+    got_t = di.inverse_pullback(g, tape, x, u, method="accumulate")
+    try:
+        di.inverse_pushforward(g, tape, x, u, method="krylov", rtol=1e-8, maxiter=1000)
+        krylov = "converged"
+    except di.ConvergenceError:
+        krylov = "did not converge in 1000 products"
     print(
-        f"ill-conditioned flow: cond(J) = {np.linalg.cond(jac):.1e}, relative error of J⁻¹v "
-        f"{np.linalg.norm(got - exact) / np.linalg.norm(exact):.1e}, of J⁻ᵀv "
-        f"{np.linalg.norm(got_t - exact_t) / np.linalg.norm(exact_t):.1e} (against LU with the Jacobian)"
+        f"ill-conditioned flow, n = {n}: cond(J) = {np.linalg.cond(jac):.1e}; relative error of J⁻¹v by "
+        f"accumulation {np.linalg.norm(got - exact) / np.linalg.norm(exact):.1e}, of J⁻ᵀv "
+        f"{np.linalg.norm(got_t - exact_t) / np.linalg.norm(exact_t):.1e} (against LU with the Jacobian); "
+        f"GMRES (rtol 1e-8, no preconditioner): {krylov}"
     )
+
+
+def plot(rows: list, path: str) -> None:
+    """Cost against n, log-log: Jv, J⁻¹v and J⁻ᵀv by accumulation, and the dense solve."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    labels = {
+        "jv": "Jv (pushforward)",
+        "inv": "J⁻¹v, accumulation",
+        "invT": "J⁻ᵀv, accumulation",
+        "dense": "J⁻¹v, Jacobian + LU",
+    }
+    for key, label in labels.items():
+        points = [(n, times[key] * 1e3) for n, times in rows if key in times]
+        if points:
+            ax.loglog(*zip(*points), marker="o", label=label)
+    ax.set_xlabel("n")
+    ax.set_ylabel("ms per prepared call")
+    ax.set_title("16-layer coupling flow on AutoTape")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}")
 
 
 if __name__ == "__main__":
