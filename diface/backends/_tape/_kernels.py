@@ -56,7 +56,7 @@ class _Kernel:
     def copy(self) -> _Kernel:
         """An independent kernel: the same recording, its own buffers (built for this thread now)."""
         twin = copy.copy(self)
-        twin.replays = self.replays.copy(self.compiled and not self.problem.single_use)
+        twin.replays = self.replays.copy(self.compiled and not self.problem.single_use, twin._record, twin.prime)
         return twin
 
     def prime(self, replay: Replay) -> Any:

@@ -15,6 +15,8 @@ computes) and the unprepared calls, which run or differentiate the recording wit
 from __future__ import annotations
 
 import threading
+import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -82,16 +84,21 @@ class Replays:
         cv: tuple | None,
     ) -> None:
         self.rec = rec
-        self.record = record
-        self.prime = prime
+        # the owner's methods, held weakly: the owner holds this object, and a cycle through its bound
+        # methods would keep a dropped preparation's buffers until the cyclic collector runs
+        self.record = _weakly(record)
+        self.prime = _weakly(prime)
         self._local = threading.local()
         self._cv = cv
         if now:
             self.make(rec, cv)
 
-    def copy(self, now: bool) -> Replays:
-        """The same recording, no replays yet (the calling thread's compiled now, with `now`)."""
-        return Replays(self.rec, self.record, self.prime, now, self._cv)
+    def copy(
+        self, now: bool, record: Callable[[Any, tuple, Any], Recording], prime: Callable[[Replay], Any]
+    ) -> Replays:
+        """The same recording for another owner (its `record` and `prime`), no replays yet (the calling
+        thread's compiled now, with `now`)."""
+        return Replays(self.rec, record, prime, now, self._cv)
 
     def make(self, rec: Recording, cv: tuple | None) -> Replay:
         """A new replay of `rec` for the calling thread, which its later calls use."""
@@ -119,6 +126,14 @@ class Replays:
             replay = self.make(replay.rec, None)
             replay.fwd.run(x, cv, y)
         return replay
+
+
+def _weakly(fn: Callable) -> Callable:
+    """`fn`, holding its object weakly where it is a bound method."""
+    if not isinstance(fn, types.MethodType):
+        return fn
+    method = weakref.WeakMethod(fn)
+    return lambda *args: method()(*args)
 
 
 # -- calls with traced arrays, and unprepared calls --------------------------------------------------------
