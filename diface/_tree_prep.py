@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import ArgumentError, PreparationMismatchError, ShapeError
+from ._problem import TreeOutput
 from ._signature import describe, describe_value
 from ._trees import TreeInfo, is_tree, ops_for
 
@@ -104,7 +105,8 @@ def prepare_tree(
         if has_aux:
             out, _ = _split_aux(out, where)
         # f's output at the user's x (NumPy leaves, say) may mix libraries: only its structure counts
-        yi = TreeInfo(out, "y", where, one_library=False) if is_tree(out) else None
+        tree_out = isinstance(out, (list, tuple, dict)) or is_tree(out)
+        yi = TreeInfo(out, "y", where, one_library=False) if tree_out else None
         yf = None
 
     if y is not None:
@@ -127,7 +129,18 @@ def prepare_tree(
         info = xi if op.extra == "tx" else yi
         batch = type(extra) is tuple and (info is None or not _same_structure(info, extra))
         flat_extra = _flat_tangents(info, extra, batch, where, op.extra)
-    inner = prepare(
+    try:
+        inner = _prepare_flat(
+            prepare, op, f_flat, backend, xf, flat_extra, contexts, yf, strict, same_point, single_use, options
+        )
+    except TreeOutput as e:  # f's output changed kind between calls: say so plainly
+        raise ArgumentError(str(e)) from None
+    cls = _tree_class(PREP_CLASSES[op.name])
+    return cls(inner, f, xi, yi, x, has_aux, output, batch, strict, same_point)
+
+
+def _prepare_flat(prepare, op, f_flat, backend, xf, flat_extra, contexts, yf, strict, same_point, single_use, options):
+    return prepare(
         op,
         f_flat,
         backend,
@@ -140,8 +153,6 @@ def prepare_tree(
         single_use=single_use,
         options=options,
     )
-    cls = _tree_class(PREP_CLASSES[op.name])
-    return cls(inner, f, xi, yi, x, has_aux, output, batch, strict, same_point)
 
 
 def _same_structure(info: TreeInfo, t: Any) -> bool:

@@ -85,20 +85,20 @@ def engine(request):
 
 
 def test_gradient_dict_in_scalar_out(engine):
-    name, backend, xp, convert, tol = engine
+    _name, backend, xp, convert, tol = engine
     x0, x1 = convert(point(0)), convert(point(1))
     ref = jax.grad(loss(jnp))(jax.tree_util.tree_map(jnp.asarray, point(1)))
     f = loss(xp)
     prep = di.prepare_gradient(f, backend, x0)
     for _ in range(2):
         assert_tree_close(prep.gradient(x1), ref, rtol=tol, atol=tol)
-        value, g = di.value_and_gradient(f, backend, x1, prep=prep)
+        _value, g = di.value_and_gradient(f, backend, x1, prep=prep)
         assert_tree_close(g, ref, rtol=tol, atol=tol)
     assert_tree_close(di.gradient(loss(xp), backend, x1), ref, rtol=tol, atol=tol)
 
 
 def test_jacobian_tree_in_tree_out(engine):
-    name, backend, xp, convert, tol = engine
+    _name, backend, xp, convert, tol = engine
     x0, x1 = convert(point(0)), convert(point(1))
     ref = jax.jacobian(vec(jnp))(jax.tree_util.tree_map(jnp.asarray, point(1)))
     prep = di.prepare_jacobian(vec(xp), backend, x0)
@@ -111,12 +111,12 @@ def test_jacobian_tree_in_tree_out(engine):
 
 
 def test_tuple_in_dict_out_pushforward_pullback(engine):
-    name, backend, xp, convert, tol = engine
+    _name, backend, xp, convert, tol = engine
     x = convert((np.array([1.0, 2.0]), np.array([0.5, -1.0])))
     tx = convert((np.array([1.0, 0.0]), np.array([0.0, 1.0])))
     jx = jax.tree_util.tree_map(jnp.asarray, (np.array([1.0, 2.0]), np.array([0.5, -1.0])))
     jtx = jax.tree_util.tree_map(jnp.asarray, (np.array([1.0, 0.0]), np.array([0.0, 1.0])))
-    y, ref_push = jax.jvp(x_tuple_to_dict(jnp), (jx,), (jtx,))
+    _y, ref_push = jax.jvp(x_tuple_to_dict(jnp), (jx,), (jtx,))
     prep = di.prepare_pushforward(x_tuple_to_dict(xp), backend, x, tx)
     for _ in range(2):
         assert_tree_close(prep.pushforward(x, tx), ref_push, rtol=tol, atol=tol)
@@ -162,7 +162,7 @@ def test_torch_func_reference():
 
 def test_output_tree_from_array_x():
     x = np.array([1.0, 2.0])
-    f = lambda v: {"sq": v**2, "s": jnp.sum(v)}  # noqa: E731
+    f = lambda v: {"sq": v**2, "s": jnp.sum(v)}
     got = di.jacobian(f, di.AutoJAX(), x)
     ref = jax.jacobian(f)(jnp.asarray(x))
     assert_tree_close(got, ref)
@@ -178,7 +178,7 @@ def test_registered_jax_pytree():
         b: jax.Array
 
     m = Lin(jnp.ones((2, 2)), jnp.zeros(2))
-    f = lambda m: jnp.sum(jnp.tanh(m.w @ jnp.ones(2) + m.b))  # noqa: E731
+    f = lambda m: jnp.sum(jnp.tanh(m.w @ jnp.ones(2) + m.b))
     g = di.gradient(f, di.AutoJAX(), m)
     assert type(g) is Lin
     assert_tree_close(g, jax.grad(f)(m))
@@ -198,7 +198,7 @@ def test_scalar_leaves_and_ravel_round_trip():
 
 def test_mismatch_names_the_leaf_path():
     x = {"layer1": {"w": np.zeros(3), "b": np.zeros(1)}}
-    f = lambda t: np.sum(t["layer1"]["w"] ** 2) + t["layer1"]["b"][0]  # noqa: E731
+    f = lambda t: np.sum(t["layer1"]["w"] ** 2) + t["layer1"]["b"][0]
     prep = di.prepare_gradient(f, di.AutoFiniteDiff(), x)
     with pytest.raises(
         di.PreparationMismatchError, match=r"x\['layer1'\]\['w'\]: shape \(3,\) at preparation, \(4,\) now"
@@ -212,7 +212,7 @@ def test_mismatch_names_the_leaf_path():
 
 def test_bad_tangent_tree_and_out_untouched():
     x = (np.ones(2), np.ones(3))
-    f = lambda t: t[0].sum() * t[1]  # noqa: E731
+    f = lambda t: t[0].sum() * t[1]
     with pytest.raises(di.ShapeError, match=r"tx\[1\] has shape \(2,\)"):
         di.pushforward(f, di.AutoFiniteDiff(), x, (np.ones(2), np.ones(2)))
     prep = di.prepare_gradient(lambda t: t[0].sum() * t[1].sum(), di.AutoFiniteDiff(), x)
@@ -255,7 +255,7 @@ def test_has_aux_layouts(name):
 
 def test_sparse_and_inverse_on_trees():
     x = {"a": np.array([1.0, 2.0]), "b": np.array([3.0])}
-    f = lambda t: {"u": t["a"] ** 2, "v": t["b"] * 2.0}  # noqa: E731
+    f = lambda t: {"u": t["a"] ** 2, "v": t["b"] * 2.0}
     j = di.jacobian(f, di.AutoSparse(di.AutoJAX()), x)
     assert_tree_close(_dense(j), jax.jacobian(f)(jax.tree_util.tree_map(jnp.asarray, x)))
     ty = {"u": np.array([2.0, 4.0]), "v": np.array([2.0])}
