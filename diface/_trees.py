@@ -194,6 +194,8 @@ class TreeInfo:
         "cast",
         "dtype",
         "flattener",
+        "jit_ravel",
+        "jit_split",
         "label",
         "leaf_specs",
         "n",
@@ -253,6 +255,24 @@ class TreeInfo:
             dtype = self.ops.result_type(dtype, d)
         self.dtype = dtype
         self.cast = any(d != dtype for d in dtypes) or self.scalar_leaves
+        self.jit_ravel = self.jit_split = None
+        if self.ops.name == "jax" and not self.scalar_leaves:  # eager slicing costs ~10 us a leaf: compile it
+            self._compile_jax()
+
+    def _compile_jax(self) -> None:
+        import jax
+        import jax.numpy as jnp
+
+        offsets, shapes, specs = self.offsets, self.shapes, self.leaf_specs
+        dtype = self.dtype
+
+        def ravel_leaves(leaves: list) -> Any:
+            return jnp.concatenate([jnp.reshape(v, (-1,)).astype(dtype) for v in leaves])
+
+        def split(flat: Any) -> list:
+            return [flat[a:b].reshape(s).astype(spec[1]) for a, b, s, spec in zip(offsets, offsets[1:], shapes, specs)]
+
+        self.jit_ravel, self.jit_split = jax.jit(ravel_leaves), jax.jit(split)
 
     # -- checking ---------------------------------------------------------------------------------------
     def _path(self, tree: Any, i: int) -> str:
@@ -330,6 +350,8 @@ class TreeInfo:
     # -- raveling ---------------------------------------------------------------------------------------
     def ravel_leaves(self, leaves: list, like: Any = None) -> Any:
         """The leaves as one 1-D array of the leaves' library (of `self.dtype`)."""
+        if self.jit_ravel is not None and len(leaves) > 1:
+            return self.jit_ravel(leaves)
         ops = self.ops
         if self.scalar_leaves:
             leaves = [
@@ -352,6 +374,8 @@ class TreeInfo:
 
     def split(self, flat: Any) -> list:
         """`flat` (a result, 1-D) cut into leaves of the leaves' shapes (and dtypes)."""
+        if self.jit_split is not None and type(flat) is not np.ndarray and len(self.shapes) > 1:
+            return self.jit_split(flat)
         leaves = [flat[a:b].reshape(s) for a, b, s in zip(self.offsets, self.offsets[1:], self.shapes)]
         if self.cast:
             ops = ops_for(flat) or self.ops
