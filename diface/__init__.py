@@ -60,6 +60,7 @@ from ._operators import (
 )
 from ._prep import Prep
 from ._second_order import SecondOrder
+from ._trees import ravel
 from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoTape, AutoTorch
 
 __version__ = "0.1.0"
@@ -92,6 +93,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ravel",
     # backends
     "AutoAutograd",
     "AutoFiniteDiff",

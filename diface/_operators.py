@@ -90,6 +90,7 @@ def pushforward(
     prep: PushforwardPrep | None = None,
     out: Any = None,
     y: Any = None,
+    has_aux: bool = False,
 ) -> Any:
     """Jacobian-vector product `J(x) @ tx`, shaped like `y`.
 
@@ -102,7 +103,7 @@ def pushforward(
         >>> di.pushforward(f, di.AutoFiniteDiff(), np.array([2.0, 3.0]), np.array([1.0, 0.0])).round(6)
         array([3., 0.])
     """
-    return call(_PUSHFORWARD, False, f, backend, x, tx, contexts, prep, out, y)
+    return call(_PUSHFORWARD, False, f, backend, x, tx, contexts, prep, out, y, None, has_aux=has_aux)
 
 
 def value_and_pushforward(
@@ -114,9 +115,10 @@ def value_and_pushforward(
     prep: PushforwardPrep | None = None,
     out: Any = None,
     y: Any = None,
+    has_aux: bool = False,
 ) -> tuple[Any, Any]:
     """`(f(x), J(x) @ tx)`; see `pushforward`."""
-    return call(_PUSHFORWARD, True, f, backend, x, tx, contexts, prep, out, y)
+    return call(_PUSHFORWARD, True, f, backend, x, tx, contexts, prep, out, y, None, has_aux=has_aux)
 
 
 # -- pullback --------------------------------------------------------------------------------------
@@ -129,6 +131,7 @@ def pullback(
     prep: PullbackPrep | None = None,
     out: Any = None,
     y: Any = None,
+    has_aux: bool = False,
 ) -> Any:
     """Vector-Jacobian product `ty @ J(x)`, shaped like `x`.
 
@@ -140,7 +143,7 @@ def pullback(
         >>> di.pullback(f, di.AutoFiniteDiff(), np.array([2.0, 3.0]), np.array([1.0, 1.0])).round(6)
         array([3., 8.])
     """
-    return call(_PULLBACK, False, f, backend, x, ty, contexts, prep, out, y)
+    return call(_PULLBACK, False, f, backend, x, ty, contexts, prep, out, y, None, has_aux=has_aux)
 
 
 def value_and_pullback(
@@ -152,9 +155,10 @@ def value_and_pullback(
     prep: PullbackPrep | None = None,
     out: Any = None,
     y: Any = None,
+    has_aux: bool = False,
 ) -> tuple[Any, Any]:
     """`(f(x), ty @ J(x))`; see `pullback`."""
-    return call(_PULLBACK, True, f, backend, x, ty, contexts, prep, out, y)
+    return call(_PULLBACK, True, f, backend, x, ty, contexts, prep, out, y, None, has_aux=has_aux)
 
 
 # -- derivative ------------------------------------------------------------------------------------
@@ -166,6 +170,7 @@ def derivative(
     prep: DerivativePrep | None = None,
     out: Any = None,
     y: Any = None,
+    has_aux: bool = False,
 ) -> Any:
     """`dy/dx` for a scalar `x` (a number or a shape-() array), shaped like `y`.
 
@@ -174,7 +179,7 @@ def derivative(
         >>> float(di.derivative(np.sin, di.AutoFiniteDiff(), 0.0).round(8))
         1.0
     """
-    return call(_DERIVATIVE, False, f, backend, x, None, contexts, prep, out, y)
+    return call(_DERIVATIVE, False, f, backend, x, None, contexts, prep, out, y, None, has_aux=has_aux)
 
 
 def value_and_derivative(
@@ -185,9 +190,10 @@ def value_and_derivative(
     prep: DerivativePrep | None = None,
     out: Any = None,
     y: Any = None,
+    has_aux: bool = False,
 ) -> tuple[Any, Any]:
     """`(f(x), dy/dx)`; see `derivative`."""
-    return call(_DERIVATIVE, True, f, backend, x, None, contexts, prep, out, y)
+    return call(_DERIVATIVE, True, f, backend, x, None, contexts, prep, out, y, None, has_aux=has_aux)
 
 
 # -- second derivative -----------------------------------------------------------------------------
@@ -229,6 +235,7 @@ def gradient(
     *contexts: Context,
     prep: GradientPrep | None = None,
     out: Any = None,
+    has_aux: bool = False,
 ) -> Any:
     """Gradient of a scalar-valued `f`, shaped like `x`.
 
@@ -237,7 +244,7 @@ def gradient(
         >>> di.gradient(lambda x: np.sum(x**2), di.AutoFiniteDiff(), np.array([1.0, 2.0])).round(6)
         array([2., 4.])
     """
-    return call(_GRADIENT, False, f, backend, x, None, contexts, prep, out, None)
+    return call(_GRADIENT, False, f, backend, x, None, contexts, prep, out, None, None, has_aux=has_aux)
 
 
 def value_and_gradient(
@@ -247,9 +254,10 @@ def value_and_gradient(
     *contexts: Context,
     prep: GradientPrep | None = None,
     out: Any = None,
+    has_aux: bool = False,
 ) -> tuple[Any, Any]:
     """`(f(x), gradient)`; see `gradient`."""
-    return call(_GRADIENT, True, f, backend, x, None, contexts, prep, out, None)
+    return call(_GRADIENT, True, f, backend, x, None, contexts, prep, out, None, None, has_aux=has_aux)
 
 
 # -- jacobian --------------------------------------------------------------------------------------
@@ -261,6 +269,8 @@ def jacobian(
     prep: JacobianPrep | None = None,
     out: Any = None,
     y: Any = None,
+    has_aux: bool = False,
+    output: str = "tree",
 ) -> Any:
     """Jacobian of shape `y.shape + x.shape`.
 
@@ -271,7 +281,7 @@ def jacobian(
         array([[3., 2.],
                [0., 6.]])
     """
-    return call(_JACOBIAN, False, f, backend, x, None, contexts, prep, out, y)
+    return call(_JACOBIAN, False, f, backend, x, None, contexts, prep, out, y, None, has_aux=has_aux, output=output)
 
 
 def value_and_jacobian(
@@ -282,9 +292,11 @@ def value_and_jacobian(
     prep: JacobianPrep | None = None,
     out: Any = None,
     y: Any = None,
+    has_aux: bool = False,
+    output: str = "tree",
 ) -> tuple[Any, Any]:
     """`(f(x), jacobian)`; see `jacobian`."""
-    return call(_JACOBIAN, True, f, backend, x, None, contexts, prep, out, y)
+    return call(_JACOBIAN, True, f, backend, x, None, contexts, prep, out, y, None, has_aux=has_aux, output=output)
 
 
 # -- hessian ---------------------------------------------------------------------------------------
@@ -295,6 +307,7 @@ def hessian(
     *contexts: Context,
     prep: HessianPrep | None = None,
     out: Any = None,
+    output: str = "tree",
 ) -> Any:
     """Hessian of a scalar-valued `f`, of shape `x.shape + x.shape`.
 
@@ -304,7 +317,7 @@ def hessian(
         array([[4., 2.],
                [2., 0.]])
     """
-    return call(_HESSIAN, False, f, backend, x, None, contexts, prep, out, None)
+    return call(_HESSIAN, False, f, backend, x, None, contexts, prep, out, None, None, output=output)
 
 
 def value_gradient_and_hessian(
@@ -314,9 +327,10 @@ def value_gradient_and_hessian(
     *contexts: Context,
     prep: HessianPrep | None = None,
     out: Any = None,
+    output: str = "tree",
 ) -> tuple[Any, Any, Any]:
     """`(f(x), gradient, hessian)`; `out=(g, H)`. See `hessian`."""
-    return call(_HESSIAN, True, f, backend, x, None, contexts, prep, out, None)
+    return call(_HESSIAN, True, f, backend, x, None, contexts, prep, out, None, None, output=output)
 
 
 # -- hvp -------------------------------------------------------------------------------------------
@@ -363,7 +377,14 @@ def _no_inplace(name: str, y: Any) -> None:
 
 
 def prepare_pushforward(
-    f: Callable, backend: Backend, x: Any, tx: Any, *contexts: Context, y: Any = None, strict: bool = True
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    tx: Any,
+    *contexts: Context,
+    y: Any = None,
+    strict: bool = True,
+    has_aux: bool = False,
 ) -> PushforwardPrep:
     """Prepare `pushforward` (and `value_and_pushforward`) for any `x` and `tx` of the same array type,
     dtype and shape, and contexts of the same types and shapes.
@@ -375,19 +396,33 @@ def prepare_pushforward(
         >>> prep.pushforward(np.array([1.0, 2.0]), np.array([1.0, 1.0])).round(6)
         array([2., 4.])
     """
-    return prepare(_PUSHFORWARD, f, backend, x, tx, contexts, y, strict=strict)
+    return prepare(_PUSHFORWARD, f, backend, x, tx, contexts, y, strict=strict, has_aux=has_aux)
 
 
 def prepare_pushforward_same_point(
-    f: Callable, backend: Backend, x: Any, tx: Any, *contexts: Context, y: Any = None, strict: bool = True
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    tx: Any,
+    *contexts: Context,
+    y: Any = None,
+    strict: bool = True,
+    has_aux: bool = False,
 ) -> PushforwardPrep:
     """Prepare `pushforward` at this very `x` (and Constant values), for tangents of the same type,
     dtype and shape; backends may cache the linearization at `x`."""
-    return prepare(_PUSHFORWARD, f, backend, x, tx, contexts, y, strict=strict, same_point=True)
+    return prepare(_PUSHFORWARD, f, backend, x, tx, contexts, y, strict=strict, same_point=True, has_aux=has_aux)
 
 
 def prepare_pullback(
-    f: Callable, backend: Backend, x: Any, ty: Any, *contexts: Context, y: Any = None, strict: bool = True
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    ty: Any,
+    *contexts: Context,
+    y: Any = None,
+    strict: bool = True,
+    has_aux: bool = False,
 ) -> PullbackPrep:
     """Prepare `pullback` (and `value_and_pullback`) for any `x` and `ty` of the same array type,
     dtype and shape.
@@ -398,22 +433,35 @@ def prepare_pullback(
         >>> prep(np.array([1.0, 2.0]), np.array([1.0, 1.0])).round(6)
         array([2., 4.])
     """
-    return prepare(_PULLBACK, f, backend, x, ty, contexts, y, strict=strict)
+    return prepare(_PULLBACK, f, backend, x, ty, contexts, y, strict=strict, has_aux=has_aux)
 
 
 def prepare_pullback_same_point(
-    f: Callable, backend: Backend, x: Any, ty: Any, *contexts: Context, y: Any = None, strict: bool = True
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    ty: Any,
+    *contexts: Context,
+    y: Any = None,
+    strict: bool = True,
+    has_aux: bool = False,
 ) -> PullbackPrep:
     """Prepare `pullback` at this very `x` (and Constant values), for cotangents of the same type,
     dtype and shape; backends may keep the forward pass."""
-    return prepare(_PULLBACK, f, backend, x, ty, contexts, y, strict=strict, same_point=True)
+    return prepare(_PULLBACK, f, backend, x, ty, contexts, y, strict=strict, same_point=True, has_aux=has_aux)
 
 
 def prepare_derivative(
-    f: Callable, backend: Backend, x: Any, *contexts: Context, y: Any = None, strict: bool = True
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    y: Any = None,
+    strict: bool = True,
+    has_aux: bool = False,
 ) -> DerivativePrep:
     """Prepare `derivative` (and `value_and_derivative`) for any scalar `x` of the same type and dtype."""
-    return prepare(_DERIVATIVE, f, backend, x, None, contexts, y, strict=strict)
+    return prepare(_DERIVATIVE, f, backend, x, None, contexts, y, strict=strict, has_aux=has_aux)
 
 
 def prepare_second_derivative(
@@ -425,7 +473,13 @@ def prepare_second_derivative(
 
 
 def prepare_gradient(
-    f: Callable, backend: Backend, x: Any, *contexts: Context, y: Any = None, strict: bool = True
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    y: Any = None,
+    strict: bool = True,
+    has_aux: bool = False,
 ) -> GradientPrep:
     """Prepare `gradient` (and `value_and_gradient`) for any `x` of the same type, dtype and shape.
 
@@ -436,22 +490,35 @@ def prepare_gradient(
         array([2., 4., 6.])
     """
     _no_inplace("gradient", y)
-    return prepare(_GRADIENT, f, backend, x, None, contexts, None, strict=strict)
+    return prepare(_GRADIENT, f, backend, x, None, contexts, None, strict=strict, has_aux=has_aux)
 
 
 def prepare_jacobian(
-    f: Callable, backend: Backend, x: Any, *contexts: Context, y: Any = None, strict: bool = True
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    y: Any = None,
+    strict: bool = True,
+    has_aux: bool = False,
+    output: str = "tree",
 ) -> JacobianPrep:
     """Prepare `jacobian` (and `value_and_jacobian`) for any `x` of the same type, dtype and shape."""
-    return prepare(_JACOBIAN, f, backend, x, None, contexts, y, strict=strict)
+    return prepare(_JACOBIAN, f, backend, x, None, contexts, y, strict=strict, has_aux=has_aux, output=output)
 
 
 def prepare_hessian(
-    f: Callable, backend: Backend, x: Any, *contexts: Context, y: Any = None, strict: bool = True
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    *contexts: Context,
+    y: Any = None,
+    strict: bool = True,
+    output: str = "tree",
 ) -> HessianPrep:
     """Prepare `hessian` (and `value_gradient_and_hessian`)."""
     _no_inplace("hessian", y)
-    return prepare(_HESSIAN, f, backend, x, None, contexts, None, strict=strict)
+    return prepare(_HESSIAN, f, backend, x, None, contexts, None, strict=strict, output=output)
 
 
 def prepare_hvp(

@@ -18,8 +18,9 @@ from ._arrays import NUMPY, ArrayOps
 from ._backend import Backend, _require_backend
 from ._contexts import Constant, Context, check_contexts
 from ._errors import ArgumentError, NotSupportedError, PreparationMismatchError, ShapeError
-from ._problem import Kernel, Problem, dtype_of, shape_of, size_of
+from ._problem import Kernel, Problem, TreeOutput, dtype_of, shape_of, size_of
 from ._signature import Signature, describe
+from ._trees import is_tree
 
 __all__ = ["OPERATORS", "OpSpec", "Prep", "call", "prepare"]
 
@@ -102,6 +103,10 @@ class Prep:
     """
 
     op: ClassVar[OpSpec]
+    #: f returns (y, aux) (a tree preparation says True)
+    has_aux: ClassVar[bool] = False
+    #: the layout of Jacobians and Hessians on trees ("tree" or "matrix")
+    output: ClassVar[str] = "tree"
 
     def __init__(
         self,
@@ -611,10 +616,22 @@ def prepare(
     same_point: bool = False,
     single_use: bool = False,
     options: Any = None,
+    has_aux: bool = False,
+    output: str = "tree",
 ) -> Prep:
     """Validate, convert, and ask `backend` for the kernel of operator `op` (with `options`, for the
-    operators that have some)."""
+    operators that have some). Trees (of x, y, or what f returns), `has_aux` and `output="matrix"` go
+    through `diface._tree_prep`, which prepares a flat problem here."""
     where = f"prepare_{op.name}" if not single_use else op.name
+    if (
+        has_aux
+        or output != "tree"
+        or (not hasattr(x, "shape") and is_tree(x))
+        or (y is not None and not hasattr(y, "shape") and is_tree(y))
+    ):
+        return _prepare_tree(
+            op, f, backend, x, extra, contexts, y, strict, same_point, single_use, options, has_aux, output, where
+        )
     if not callable(f):
         raise ArgumentError(f"{where}: f must be callable, got {_kind(f)}")
     _require_backend(backend)
@@ -653,7 +670,12 @@ def prepare(
             c.with_value(_snapshot(ops, c.value)) if isinstance(c, Constant) else c for c in native_contexts
         )
     problem = Problem(f, xn, native_contexts, yn, ops, single_use=single_use)
-    y_shape, y_dtype = problem.y_spec if yn is not None else backend.output_spec(problem)
+    try:
+        y_shape, y_dtype = problem.y_spec if yn is not None else backend.output_spec(problem)
+    except TreeOutput:  # f returns a tree: prepare the flat problem around it
+        return _prepare_tree(
+            op, f, backend, x, extra, contexts, y, strict, same_point, single_use, options, has_aux, output, where
+        )
     problem.set_y_spec(y_shape, y_dtype)
     _check_floating(ops, y_dtype, where, "f's output")
     if op.scalar_y and y_shape != ():
@@ -713,6 +735,42 @@ def prepare(
     )
 
 
+def _prepare_tree(
+    op: OpSpec,
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    extra: Any,
+    contexts: tuple,
+    y: Any,
+    strict: bool,
+    same_point: bool,
+    single_use: bool,
+    options: Any,
+    has_aux: bool,
+    output: str,
+    where: str,
+) -> Prep:
+    from ._tree_prep import prepare_tree
+
+    return prepare_tree(
+        op,
+        f,
+        backend,
+        x,
+        extra,
+        contexts,
+        y,
+        strict=strict,
+        same_point=same_point,
+        single_use=single_use,
+        options=options,
+        has_aux=has_aux,
+        output=output,
+        where=where,
+    )
+
+
 def _native_tangent(ops: ArrayOps, t: Any, xn: Any, dtype: Any, where: str, label: str) -> Any:
     if isinstance(t, (bool, int, float)):
         return ops.astype(ops.asarray(np.asarray(t), like=xn), dtype)
@@ -749,16 +807,36 @@ def call(
     out: Any,
     y: Any,
     options: Any = None,
+    has_aux: bool = False,
+    output: str = "tree",
 ) -> Any:
     """An operator call: prepare for this one call (with `options`), or check and reuse `prep`."""
     if prep is None:
-        prep = prepare(op, f, backend, x, extra, contexts, y, strict=False, single_use=True, options=options)
+        prep = prepare(
+            op,
+            f,
+            backend,
+            x,
+            extra,
+            contexts,
+            y,
+            strict=False,
+            single_use=True,
+            options=options,
+            has_aux=has_aux,
+            output=output,
+        )
         return prep.run(full, x, extra, contexts, out, y, check=False)
     if not isinstance(prep, Prep):
         raise ArgumentError(f"{op.name}: prep= must be a preparation from di.prepare_{op.name}(...), got {_kind(prep)}")
     if prep.op is not op:
         raise PreparationMismatchError(
             f"{op.name}: prep= must come from di.prepare_{op.name}(...), this one was made by di.prepare_{prep.op.name}"
+        )
+    if bool(has_aux) != prep.has_aux or output != prep.output:
+        raise PreparationMismatchError(
+            f"{op.name}: prepared with has_aux={prep.has_aux}, output={prep.output!r}; called with "
+            f"has_aux={has_aux}, output={output!r}"
         )
     same_function = (f is prep.f or f == prep.f) and (backend is prep.backend or backend == prep.backend)
     x_only = prep._x_only

@@ -16,7 +16,12 @@ from ._arrays import ArrayOps
 from ._contexts import Context
 from ._errors import ArgumentError
 
-__all__ = ["Kernel", "Problem", "check_output", "describe_bad_output"]
+__all__ = ["Kernel", "Problem", "TreeOutput", "check_output", "describe_bad_output"]
+
+
+class TreeOutput(ArgumentError):
+    """f returned a container (dict, list, tuple): the call path prepares it as a tree instead."""
+
 
 #: A prepared operator: `kernel(x, extra, context_values, y, full) -> tuple`.
 #:
@@ -130,6 +135,8 @@ _NOT_ARRAYS = (list, tuple, dict, set, str, bytes)
 def check_output(value: Any) -> Any:
     """`value` (what f returned) if it can be an array to differentiate, else `ArgumentError` saying
     what f returned and what it should return."""
+    if isinstance(value, (list, tuple, dict)):
+        raise TreeOutput(describe_bad_output(value))
     if value is None or isinstance(value, _NOT_ARRAYS):
         raise ArgumentError(describe_bad_output(value))
     return value

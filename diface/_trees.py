@@ -1,0 +1,432 @@
+"""Trees of arrays: flatten, unflatten and ravel dicts, lists, tuples, namedtuples (and JAX's registered
+pytrees) whose leaves are arrays or numbers.
+
+The conventions are JAX's (and optree's): dict keys in sorted order (an `OrderedDict` in its own order),
+`None` an empty subtree rather than a leaf. Flattening uses `optree` (C++) when it is installed, JAX's
+`jax.tree_util` for trees holding JAX arrays or nodes registered with JAX (equinox modules, flax
+structs), and a small pure-Python flattener otherwise. Leaf paths read like Python:
+`x['layer1']['w']`, `x[0]`, `x.field`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._arrays import NUMPY, ArrayOps, ops_for
+from ._errors import ArgumentError, ShapeError
+
+__all__ = ["TreeInfo", "is_tree", "ravel", "tree_paths"]
+
+_NUMBERS = (bool, int, float, np.generic)
+#: leaves that are numbers rather than arrays: raveled as float64
+_SCALARS = (int, float, np.generic)
+
+try:  # the compiled flattener, where installed (the `trees` extra)
+    import optree as _optree
+except ImportError:  # pragma: no cover - exercised where optree is absent
+    _optree = None
+
+
+# -- what is a tree ----------------------------------------------------------------------------------
+def _numeric_list(a: list) -> bool:
+    return all(isinstance(v, _NUMBERS) or (isinstance(v, list) and _numeric_list(v)) for v in a)
+
+
+def is_tree(a: Any) -> bool:
+    """Whether `a` is a container of arrays rather than one array: a dict, tuple, list (a nested list of
+    plain numbers stays one array, as before), or a JAX-registered pytree node."""
+    if isinstance(a, (dict, tuple)):
+        return True
+    if isinstance(a, list):
+        return not _numeric_list(a)
+    if a is None or hasattr(a, "shape") or isinstance(a, (*_NUMBERS, str, bytes)):
+        return False
+    if "jax" in sys.modules:
+        import jax
+
+        return not jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(a))
+    return False
+
+
+# -- paths ---------------------------------------------------------------------------------------------
+def _children(node: Any) -> list[tuple[str, Any]] | None:
+    """(path suffix, child) pairs of a standard container in flattening order, None for a leaf."""
+    if isinstance(node, dict):
+        keys = list(node) if isinstance(node, OrderedDict) else _sorted(node)
+        return [(f"[{k!r}]", node[k]) for k in keys]
+    if isinstance(node, tuple) and hasattr(node, "_fields"):
+        return [(f".{name}", getattr(node, name)) for name in node._fields]
+    if isinstance(node, (list, tuple)):
+        return [(f"[{i}]", v) for i, v in enumerate(node)]
+    return None
+
+
+def _sorted(d: dict) -> list:
+    try:
+        return sorted(d)
+    except TypeError:
+        return list(d)
+
+
+def tree_paths(tree: Any, label: str = "x") -> list[tuple[str, Any]]:
+    """(path, leaf) pairs in flattening order, e.g. `("x['w']", array)`; `None` contributes nothing."""
+    if _uses_jax(tree):
+        import jax
+
+        pairs, _ = jax.tree_util.tree_flatten_with_path(tree)
+        return [(label + jax.tree_util.keystr(p), v) for p, v in pairs]
+    out: list[tuple[str, Any]] = []
+
+    def walk(node: Any, path: str) -> None:
+        if node is None:
+            return
+        kids = _children(node)
+        if kids is None:
+            out.append((path, node))
+        else:
+            for suffix, child in kids:
+                walk(child, path + suffix)
+
+    walk(tree, label)
+    return out
+
+
+# -- flatteners ----------------------------------------------------------------------------------------
+def _own_flatten(tree: Any) -> tuple[list, Any]:
+    leaves: list = []
+
+    def walk(node: Any) -> Any:
+        if node is None:
+            return None
+        kids = _children(node)
+        if kids is None:
+            leaves.append(node)
+            return "*"
+        if isinstance(node, dict):
+            keys = tuple(list(node) if isinstance(node, OrderedDict) else _sorted(node))
+            return (type(node), keys, tuple(walk(node[k]) for k in keys))
+        return (type(node), len(node), tuple(walk(v) for _, v in kids))
+
+    return leaves, ("own", walk(tree))
+
+
+def _own_unflatten(spec: Any, leaves: list) -> Any:
+    it = iter(leaves)
+
+    def build(s: Any) -> Any:
+        if s is None:
+            return None
+        if s == "*":
+            return next(it)
+        kind, keys, kids = s
+        if issubclass(kind, dict):
+            values = [build(k) for k in kids]
+            d = dict(zip(keys, values))
+            if kind is dict:
+                return d
+            try:
+                return kind(d)
+            except TypeError:  # a defaultdict: its factory first
+                return kind(None, d)
+        values = [build(k) for k in kids]
+        if hasattr(kind, "_fields"):
+            return kind(*values)
+        return kind(values)
+
+    return build(spec[1])
+
+
+def _uses_jax(tree: Any) -> bool:
+    """Whether the tree goes through `jax.tree_util`: it holds JAX arrays or JAX-registered nodes."""
+    if "jax" not in sys.modules:
+        return False
+    import jax
+
+    for leaf in jax.tree_util.tree_leaves(tree):
+        if isinstance(leaf, jax.Array):
+            return True
+    leaves, _ = _own_flatten(tree)
+    return any(not (hasattr(v, "shape") or isinstance(v, (*_NUMBERS, str, bytes))) for v in leaves)
+
+
+class _Flattener:
+    """One way to flatten: (flatten, unflatten) with structures that compare with `==`."""
+
+    __slots__ = ("flatten", "name", "unflatten")
+
+    def __init__(self, name: str, flatten: Callable, unflatten: Callable) -> None:
+        self.name, self.flatten, self.unflatten = name, flatten, unflatten
+
+
+def _jax_flattener() -> _Flattener:
+    import jax
+
+    return _Flattener(
+        "jax", jax.tree_util.tree_flatten, lambda spec, leaves: jax.tree_util.tree_unflatten(spec, leaves)
+    )
+
+
+OWN = _Flattener("own", _own_flatten, _own_unflatten)
+OPTREE = (
+    _Flattener("optree", _optree.tree_flatten, lambda spec, leaves: _optree.tree_unflatten(spec, leaves))
+    if _optree is not None
+    else None
+)
+
+
+def flattener_for(tree: Any) -> _Flattener:
+    if _uses_jax(tree):
+        return _jax_flattener()
+    return OPTREE if OPTREE is not None else OWN
+
+
+# -- the description of one tree ---------------------------------------------------------------------------
+class TreeInfo:
+    """A tree's structure and leaves as a preparation remembers them: how to ravel a tree of this shape
+    into one 1-D array of the leaves' library, and to cut a flat array back into such a tree."""
+
+    __slots__ = (
+        "cast",
+        "dtype",
+        "flattener",
+        "jit_ravel",
+        "jit_split",
+        "label",
+        "leaf_specs",
+        "n",
+        "offsets",
+        "ops",
+        "scalar_leaves",
+        "shapes",
+        "sizes",
+        "spec",
+    )
+
+    def __init__(self, tree: Any, label: str, where: str, one_library: bool = True) -> None:
+        self.label = label
+        self.flattener = flattener_for(tree)
+        leaves, self.spec = self.flattener.flatten(tree)
+        ops: ArrayOps | None = None
+        arrays = []
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, (bool, str, bytes)) or leaf is None:
+                raise ArgumentError(
+                    f"{where}: {self._path(tree, i)} is a {type(leaf).__name__}; tree leaves must be arrays or numbers"
+                )
+            if isinstance(leaf, _SCALARS):
+                continue
+            leaf_ops = ops_for(leaf)
+            if leaf_ops is None:
+                raise ArgumentError(
+                    f"{where}: {self._path(tree, i)} is a {type(leaf).__name__}; tree leaves must be arrays or numbers"
+                )
+            if ops is not None and leaf_ops is not ops and one_library:
+                raise ArgumentError(
+                    f"{where}: {self._path(tree, i)} is a {leaf_ops.name} array, but other leaves of {label} are "
+                    f"{ops.name} arrays; a tree's leaves must come from one array library"
+                )
+            ops = leaf_ops
+            if not ops_floating(leaf_ops, leaf.dtype):
+                raise ArgumentError(
+                    f"{where}: {self._path(tree, i)} has dtype {leaf.dtype}; differentiation needs floating-point "
+                    "leaves (e.g. pass x.astype(float))"
+                )
+            arrays.append(leaf)
+        self.ops = ops if ops is not None else NUMPY
+        self.scalar_leaves = any(isinstance(v, _SCALARS) for v in leaves)
+        self.leaf_specs = tuple(_spec(v) for v in leaves)
+        self.shapes = tuple(() if isinstance(v, _SCALARS) else tuple(v.shape) for v in leaves)
+        self.sizes = tuple(int(np.prod(s, dtype=np.int64)) for s in self.shapes)
+        offsets = [0]
+        for s in self.sizes:
+            offsets.append(offsets[-1] + s)
+        self.offsets = tuple(offsets)
+        self.n = offsets[-1]
+        dtypes = [v.dtype for v in arrays]
+        if not dtypes:
+            dtypes = [np.dtype(np.float64)]
+        dtype = dtypes[0]
+        for d in dtypes[1:]:
+            dtype = self.ops.result_type(dtype, d)
+        self.dtype = dtype
+        self.cast = any(d != dtype for d in dtypes) or self.scalar_leaves
+        self.jit_ravel = self.jit_split = None
+        if self.ops.name == "jax" and not self.scalar_leaves:  # eager slicing costs ~10 us a leaf: compile it
+            self._compile_jax()
+
+    def _compile_jax(self) -> None:
+        import jax
+        import jax.numpy as jnp
+
+        offsets, shapes, specs = self.offsets, self.shapes, self.leaf_specs
+        dtype = self.dtype
+
+        def ravel_leaves(leaves: list) -> Any:
+            return jnp.concatenate([jnp.reshape(v, (-1,)).astype(dtype) for v in leaves])
+
+        def split(flat: Any) -> list:
+            return [flat[a:b].reshape(s).astype(spec[1]) for a, b, s, spec in zip(offsets, offsets[1:], shapes, specs)]
+
+        self.jit_ravel, self.jit_split = jax.jit(ravel_leaves), jax.jit(split)
+
+    # -- checking ---------------------------------------------------------------------------------------
+    def _path(self, tree: Any, i: int) -> str:
+        paths = tree_paths(tree, self.label)
+        return paths[i][0] if i < len(paths) else f"{self.label} (leaf {i})"
+
+    def leaves_of(self, tree: Any, where: str, what: str = "") -> list:
+        """`tree`'s leaves, checked against this structure and its leaf shapes (dtypes too where `what` is
+        empty: a strict check); `ShapeError` naming the path otherwise."""
+        leaves, spec = self.flattener.flatten(tree)
+        if spec != self.spec:
+            raise ShapeError(f"{where}: {self.describe_structure_difference(tree, what or self.label)}")
+        for i, leaf in enumerate(leaves):
+            if _shape(leaf) != self.shapes[i]:
+                path = tree_paths(tree, what or self.label)[i][0]
+                raise ShapeError(
+                    f"{where}: {path} has shape {_shape(leaf)}, it must be shaped like {self.label}: {self.shapes[i]}"
+                )
+            if (
+                isinstance(leaf, (str, bytes, bool))
+                or leaf is None
+                or not (isinstance(leaf, _SCALARS) or hasattr(leaf, "dtype"))
+            ):
+                path = tree_paths(tree, what or self.label)[i][0]
+                raise ArgumentError(
+                    f"{where}: {path} is a {type(leaf).__name__}; tree leaves must be arrays or numbers"
+                )
+        return leaves
+
+    def describe_structure_difference(self, tree: Any, label: str) -> str:
+        then = [p for p, _ in tree_paths(self.unflatten(list(range(len(self.shapes)))), "")]
+        try:
+            now = [p for p, _ in tree_paths(tree, "")]
+        except Exception:  # pragma: no cover - a node the walker cannot read
+            now = []
+        missing = [p for p in then if p not in now]
+        extra = [p for p in now if p not in then]
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join(label + p for p in missing[:4]))
+        if extra:
+            parts.append("unexpected " + ", ".join(label + p for p in extra[:4]))
+        detail = "; ".join(parts) if parts else "the containers' types or order differ"
+        return f"{label} has another tree structure than {self.label} ({detail})"
+
+    def mismatches(self, tree: Any) -> list[str]:
+        """Lines `path: shape (3,) at preparation, (4,) now` for each leaf that differs (strict check)."""
+        leaves, spec = self.flattener.flatten(tree)
+        if spec != self.spec:
+            return [self.describe_structure_difference(tree, self.label)]
+        lines = []
+        paths = None
+        for i, leaf in enumerate(leaves):
+            then, now = self.leaf_specs[i], _spec(leaf)
+            if then != now:
+                paths = paths or tree_paths(tree, self.label)
+                parts = []
+                for what, a, b in zip(("type", "dtype", "shape"), then, now):
+                    if a != b:
+                        a = a.__qualname__ if isinstance(a, type) else a
+                        b = b.__qualname__ if isinstance(b, type) else b
+                        parts.append(f"{what} {a} at preparation, {b} now")
+                lines.append(f"{paths[i][0]}: " + "; ".join(parts))
+        return lines
+
+    def matches(self, leaves: list, spec: Any) -> bool:
+        if spec != self.spec or len(leaves) != len(self.leaf_specs):
+            return False
+        for leaf, s in zip(leaves, self.leaf_specs):
+            if type(leaf) is not s[0] or getattr(leaf, "dtype", None) != s[1] or getattr(leaf, "shape", None) != s[2]:
+                if _spec(leaf) != s:
+                    return False
+        return True
+
+    # -- raveling ---------------------------------------------------------------------------------------
+    def ravel_leaves(self, leaves: list, like: Any = None) -> Any:
+        """The leaves as one 1-D array of the leaves' library (of `self.dtype`)."""
+        if self.jit_ravel is not None and len(leaves) > 1:
+            return self.jit_ravel(leaves)
+        ops = self.ops
+        if self.scalar_leaves:
+            leaves = [
+                ops.asarray(np.asarray(v, dtype=np.float64), like=like) if isinstance(v, _SCALARS) else v
+                for v in leaves
+            ]
+        parts = [ops.reshape(v, (-1,)) for v in leaves]
+        if self.cast:
+            parts = [p if p.dtype == self.dtype else ops.astype(p, self.dtype) for p in parts]
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return ops.zeros((0,), self.dtype, like=like)
+        return ops.concat(parts)
+
+    def unravel_traced(self, flat: Any) -> Any:
+        """A tree of views of `flat` (any engine's traced array): what f sees inside a flat problem."""
+        leaves = [flat[a:b].reshape(s) for a, b, s in zip(self.offsets, self.offsets[1:], self.shapes)]
+        return self.flattener.unflatten(self.spec, leaves)
+
+    def split(self, flat: Any) -> list:
+        """`flat` (a result, 1-D) cut into leaves of the leaves' shapes (and dtypes)."""
+        if self.jit_split is not None and type(flat) is not np.ndarray and len(self.shapes) > 1:
+            return self.jit_split(flat)
+        leaves = [flat[a:b].reshape(s) for a, b, s in zip(self.offsets, self.offsets[1:], self.shapes)]
+        if self.cast:
+            ops = ops_for(flat) or self.ops
+            leaves = [
+                v if spec[1] is None or v.dtype == spec[1] else ops.astype(v, spec[1])
+                for v, spec in zip(leaves, self.leaf_specs)
+            ]
+        return leaves
+
+    def unflatten(self, leaves: list) -> Any:
+        return self.flattener.unflatten(self.spec, list(leaves))
+
+    def unravel(self, flat: Any) -> Any:
+        return self.unflatten(self.split(flat))
+
+
+def ops_floating(ops: ArrayOps, dtype: Any) -> bool:
+    try:
+        return bool(ops.is_floating(dtype))
+    except Exception:  # pragma: no cover
+        return False
+
+
+def _shape(a: Any) -> tuple:
+    s = getattr(a, "shape", None)
+    return () if s is None else tuple(s)
+
+
+def _spec(a: Any) -> tuple:
+    if isinstance(a, (int, float)) and not isinstance(a, bool):
+        return (type(a), None, ())
+    if isinstance(a, np.generic):
+        return (type(a), a.dtype, ())
+    return (type(a), getattr(a, "dtype", None), getattr(a, "shape", None))
+
+
+def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """`(flat, unravel)`: the tree's leaves raveled into one 1-D array of their array library, and the
+    function that cuts a flat array of that length back into a tree of the same structure, shapes and
+    dtypes (as `jax.flatten_util.ravel_pytree`). An array is its own one-leaf tree.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> flat, unravel = di.ravel({"w": np.ones((2, 2)), "b": np.zeros(2)})
+        >>> flat
+        array([0., 0., 1., 1., 1., 1.])
+        >>> unravel(np.arange(6.0))["w"]
+        array([[2., 3.],
+               [4., 5.]])
+    """
+    info = TreeInfo(tree, "tree", "ravel")
+    leaves, _ = info.flattener.flatten(tree)
+    flat = info.ravel_leaves(leaves, like=next((v for v in leaves if hasattr(v, "shape")), None))
+    return flat, info.unravel
