@@ -215,6 +215,56 @@ class TreePrep:
         self._kinds = _KINDS[self.op.name]
         self._nx = int(np.prod(inner.x_shape, dtype=np.int64))
         self._ny = int(np.prod(inner.y_shape, dtype=np.int64))
+        self._tree_program = None
+        self._install_jax_path(x)
+
+    # -- the fused JAX path ------------------------------------------------------------------------------
+    def _install_jax_path(self, x: Any) -> None:
+        """Where x's leaves are JAX arrays and the flat preparation's plain call is one compiled program
+        of x alone, compile ravel -> that program -> the result cut into trees as ONE `jax.jit` of the
+        leaves (JAX traces through the nested program), and shadow the plain operator's method with a
+        closure that runs it after a strict check of the leaves (structure, type, dtype, shape)."""
+        xi, yi, inner = self._xi, self._yi, self.flat
+        program = getattr(inner.kernel, "x_only", None)
+        if (
+            program is None
+            or inner._x_only is not program  # wrapped (sparse, NumPy out): the general path
+            or self.has_aux
+            or xi is None
+            or xi.jit_ravel is None  # JAX leaves, no Python numbers among them
+            or (yi is not None and yi.jit_split is None and len(yi.shapes) > 1)
+        ):
+            return
+        import jax
+        import jax.numpy as jnp
+
+        dtype, kind = xi.dtype, self._kinds[-1]
+        convert = self._convert_one
+
+        def tree_program(leaves: list) -> Any:
+            flat = jnp.concatenate([jnp.reshape(v, (-1,)).astype(dtype) for v in leaves])
+            return convert(kind, program(flat))
+
+        fused = jax.jit(tree_program)
+        try:
+            fused.lower(xi.flattener.flatten(x)[0]).compile()
+        except Exception:  # pragma: no cover - a result the tree layer cannot trace: the general path
+            return
+        self._tree_program = fused
+        name = self.op.name
+        general = getattr(type(self), name)
+        flatten, matches, prep = xi.flattener.flatten, xi.matches, self
+
+        def direct(x: Any, *contexts: Any, out: Any = None, **y: Any) -> Any:
+            if contexts or out is not None or y:
+                return general(prep, x, *contexts, out=out, **y)
+            leaves, spec = flatten(x)
+            if not matches(leaves, spec):
+                return general(prep, x)  # the strict check names the leaf path, or strict=False copes
+            return fused(leaves)
+
+        direct.__name__, direct.__doc__ = name, general.__doc__
+        setattr(self, name, direct)
 
     def __getattr__(self, name: str) -> Any:  # what the flat preparation shows (sparsity, method, ...)
         if name.startswith("__") or name == "flat":
@@ -232,6 +282,10 @@ class TreePrep:
         twin.__dict__.update(self.__dict__)
         twin.flat = self.flat.copy()
         twin.kernel = twin.flat.kernel
+        if self._tree_program is not None:  # the shadowed method calls back into its own preparation
+            del twin.__dict__[self.op.name]
+            twin._tree_program = None
+            twin._install_jax_path(self._xi.unflatten(_example_leaves(self._xi)))
         return twin
 
     # -- checking ------------------------------------------------------------------------------------
@@ -273,6 +327,10 @@ class TreePrep:
         xi, yi = self._xi, self._yi
         if xi is not None:
             leaves, spec = xi.flattener.flatten(x)
+            fused = self._tree_program
+            if fused is not None and not full and extra is None and not contexts and out is None and y is None:
+                if xi.matches(leaves, spec):
+                    return fused(leaves)
             if not xi.matches(leaves, spec):
                 if check and self.strict:
                     self._mismatch(self._x_lines(x))
@@ -401,6 +459,12 @@ class TreePrep:
         for bl, rl in pairs:
             ops_for(bl).copyto(bl, rl)
         return buffers if len(buffers) > 1 else (buffers[0],)
+
+
+def _example_leaves(info: TreeInfo) -> list:
+    import jax.numpy as jnp
+
+    return [jnp.zeros(shape, spec[1]) for shape, spec in zip(info.shapes, info.leaf_specs)]
 
 
 def _flat(d: Any) -> Any:

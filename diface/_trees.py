@@ -369,7 +369,13 @@ class TreeInfo:
 
     def unravel_traced(self, flat: Any) -> Any:
         """A tree of views of `flat` (any engine's traced array): what f sees inside a flat problem."""
-        leaves = [flat[a:b].reshape(s) for a, b, s in zip(self.offsets, self.offsets[1:], self.shapes)]
+        if type(flat).__module__.startswith("jax") and len(self.sizes) > 1 and _lax_split() is not None:
+            # one split, whose transpose is one concatenate: the flat gradient stays one concatenation of
+            # the leaves' gradients (slices would transpose to a pad and an add per leaf)
+            parts = _lax_split()(flat, self.sizes)
+            leaves = [v.reshape(s) for v, s in zip(parts, self.shapes)]
+        else:
+            leaves = [flat[a:b].reshape(s) for a, b, s in zip(self.offsets, self.offsets[1:], self.shapes)]
         return self.flattener.unflatten(self.spec, leaves)
 
     def split(self, flat: Any) -> list:
@@ -390,6 +396,12 @@ class TreeInfo:
 
     def unravel(self, flat: Any) -> Any:
         return self.unflatten(self.split(flat))
+
+
+def _lax_split() -> Callable | None:
+    import jax
+
+    return getattr(jax.lax, "split", None)
 
 
 def ops_floating(ops: ArrayOps, dtype: Any) -> bool:

@@ -265,3 +265,35 @@ def test_sparse_and_inverse_on_trees():
 
 def _dense(t):
     return jax.tree_util.tree_map(lambda a: a.toarray() if hasattr(a, "toarray") else a, t)
+
+
+def test_jax_fused_tree_program():
+    """JAX leaves: ravel, the flat program and the unravel of its result are one compiled program, run
+    after a strict check of the leaves; a mismatch still names the leaf path."""
+    x0, x1 = (jax.tree_util.tree_map(jnp.asarray, point(s)) for s in (0, 1))
+    f = loss(jnp)
+    prep = di.prepare_gradient(f, di.AutoJAX(), x0)
+    assert prep._tree_program is not None
+    ref = jax.grad(f)(x1)
+    assert_tree_close(prep.gradient(x1), ref)
+    assert_tree_close(prep(x1), ref)
+    assert_tree_close(di.gradient(f, di.AutoJAX(), x1, prep=prep), ref)
+    twin = prep.copy()
+    assert_tree_close(twin.gradient(x1), ref)
+    bad = dict(x1, w=jnp.zeros((3, 3)))
+    with pytest.raises(di.PreparationMismatchError, match=r"x\['w'\]: shape \(2, 3\) at preparation, \(3, 3\) now"):
+        prep.gradient(bad)
+    with pytest.raises(di.PreparationMismatchError, match=r"x\['w'\]: type"):
+        prep.gradient(dict(x1, w=np.asarray(x1["w"])))
+    with pytest.raises(di.PreparationMismatchError, match=r"missing x\['b'\]"):
+        prep.gradient({k: v for k, v in x1.items() if k != "b"})
+    for make, f, reference in (
+        (di.prepare_jacobian, vec(jnp), jax.jacobian(vec(jnp))),
+        (di.prepare_hessian, loss(jnp), jax.hessian(loss(jnp))),
+    ):
+        p = make(f, di.AutoJAX(), x0)
+        assert p._tree_program is not None
+        got = p.jacobian(x1) if make is di.prepare_jacobian else p.hessian(x1)
+        assert_tree_close(got, reference(x1))
+    matrix = di.prepare_jacobian(vec(jnp), di.AutoJAX(), x0, output="matrix")
+    assert matrix.jacobian(x1).shape == (matrix.flat.y_shape[0], matrix.flat.x_shape[0])
