@@ -297,3 +297,23 @@ def test_jax_fused_tree_program():
         assert_tree_close(got, reference(x1))
     matrix = di.prepare_jacobian(vec(jnp), di.AutoJAX(), x0, output="matrix")
     assert matrix.jacobian(x1).shape == (matrix.flat.y_shape[0], matrix.flat.x_shape[0])
+
+
+def test_kit_tree_scenarios(engine):
+    """The test kit's tree scenarios (dict in, tuple in / dict out, nested, empty leaves) on every engine."""
+    from diface.testing import test_differentiation, tree_scenarios
+
+    _name, backend, _xp, _convert, _tol = engine
+    report = test_differentiation([backend], tree_scenarios())
+    assert report.ok and len(report.rows) == 18
+    assert {r.scenario for r in report.rows} == {"dict to scalar", "tuple to dict", "nested to scalar", "empty leaves"}
+
+
+def test_kit_tree_scenarios_catch_a_wrong_result():
+    import dataclasses
+
+    from diface.testing import test_differentiation, tree_scenarios
+
+    wrong = [dataclasses.replace(s, jacobian=lambda v, j=s.jacobian: 2 * j(v), _bound={}) for s in tree_scenarios()]
+    with pytest.raises(AssertionError, match=r"dict to scalar .* pushforward"):
+        test_differentiation([di.AutoTape()], wrong)

@@ -12,6 +12,7 @@ from ._layouts import LAYOUTS, Layout, edge_scenarios, layout_scenarios
 from ._scenarios import Scenario, default_scenarios
 from ._structural import structural_scenarios
 from ._threads import check_threads
+from ._tree_scenarios import TreeScenario, check_tree_operator, tree_scenarios
 
 # pytest collects test_* functions from modules it imports: this one is the kit's entry point, not a test
 test_differentiation.__test__ = False  # type: ignore[attr-defined]
@@ -23,10 +24,12 @@ __all__ = [
     "Report",
     "Row",
     "Scenario",
+    "TreeScenario",
     "all_scenarios",
     "benchmark_differentiation",
     "check_operator",
     "check_threads",
+    "check_tree_operator",
     "default_scenarios",
     "edge_scenarios",
     "known_deviation",
@@ -34,5 +37,6 @@ __all__ = [
     "register_deviation",
     "structural_scenarios",
     "test_differentiation",
+    "tree_scenarios",
     "tolerances",
 ]

@@ -18,6 +18,7 @@ from ._layouts import edge_scenarios, layout_scenarios
 from ._scenarios import Scenario, default_scenarios
 from ._structural import structural_scenarios
 from ._threads import check_threads
+from ._tree_scenarios import TreeScenario, check_tree_operator
 
 __all__ = ["Report", "Row", "all_scenarios", "benchmark_differentiation", "run_checks", "test_differentiation"]
 
@@ -196,6 +197,20 @@ def run_checks(
             reason = applicable(backend, scenario)
             deviation = (known_deviations or known_deviation)(backend, scenario)
             checks = [op for op in scenario.operators() if op in wanted]
+            if isinstance(scenario, TreeScenario):  # trees: the operators alone (see check_tree_operator)
+                for op in checks:
+                    r_tol, a_tol = tolerances(backend, op, scenario.dtype)
+                    r_tol, a_tol = (r_tol if rtol is None else rtol), (a_tol if atol is None else atol)
+                    failures = [] if reason else check_tree_operator(backend, scenario, op, rtol=r_tol, atol=a_tol)
+                    status = (
+                        "n/a"
+                        if reason
+                        else ("xfail" if failures else "xpass")
+                        if deviation
+                        else ("fail" if failures else "pass")
+                    )
+                    rows.append(Row(name, scenario.name, op, status, failures, reason or deviation or ""))
+                continue
             if "pushforward" in checks and "pullback" in checks:
                 checks.append(DOT_PRODUCT)
             thread_ops = [op for op in checks if op != DOT_PRODUCT] if threads > 1 and scenario.layout is None else []
