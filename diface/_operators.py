@@ -2,6 +2,11 @@
 
 Every function here is a thin entry into the shared call path of `diface._prep`. Shapes: `x` has shape
 `xs`, `f(x)` has shape `ys`; a tangent `tx` is shaped like `x` and a cotangent `ty` like `y`.
+
+Trees: `x`, `f(x)`, tangents and `y` may be dicts, lists, tuples, namedtuples or JAX pytrees of arrays
+(docs/trees.md); results are laid out as JAX and `torch.func` lay them out (a gradient is a tree like
+`x`, a Jacobian a tree like `y` of trees like `x`), or as one matrix over the raveled leaves with
+`output="matrix"`. `has_aux=True`: `f` returns `(output, aux)` and the operator `(result, aux)`.
 """
 
 from __future__ import annotations
@@ -95,7 +100,8 @@ def pushforward(
     """Jacobian-vector product `J(x) @ tx`, shaped like `y`.
 
     `tx` is shaped like `x`; a tuple of tangents gives a tuple of results, computed together where
-    the backend can batch.
+    the backend can batch. With trees, `tx` is a tree like `x` and the result a tree like `f(x)`;
+    `has_aux=True` returns `(result, aux)`.
 
     Example:
         >>> import numpy as np, diface as di
@@ -135,7 +141,8 @@ def pullback(
 ) -> Any:
     """Vector-Jacobian product `ty @ J(x)`, shaped like `x`.
 
-    `ty` is shaped like `y`; a tuple of cotangents gives a tuple of results.
+    `ty` is shaped like `y`; a tuple of cotangents gives a tuple of results. With trees, `ty` is a
+    tree like `f(x)` and the result a tree like `x`; `has_aux=True` returns `(result, aux)`.
 
     Example:
         >>> import numpy as np, diface as di
@@ -237,12 +244,17 @@ def gradient(
     out: Any = None,
     has_aux: bool = False,
 ) -> Any:
-    """Gradient of a scalar-valued `f`, shaped like `x`.
+    """Gradient of a scalar-valued `f`, shaped like `x`: a tree like `x` where `x` is a tree (a dict of
+    parameters, say). `has_aux=True`: `f` returns `(loss, aux)`, the call `(gradient, aux)`.
 
     Example:
         >>> import numpy as np, diface as di
         >>> di.gradient(lambda x: np.sum(x**2), di.AutoFiniteDiff(), np.array([1.0, 2.0])).round(6)
         array([2., 4.])
+        >>> params = {"w": np.array([1.0, 2.0]), "b": np.array(0.5)}
+        >>> g = di.gradient(lambda p: np.sum(p["w"] ** 2) * p["b"], di.AutoFiniteDiff(), params)
+        >>> sorted(g), g["w"].round(6), round(float(g["b"]), 6)
+        (['b', 'w'], array([1., 2.]), 5.0)
     """
     return call(_GRADIENT, False, f, backend, x, None, contexts, prep, out, None, None, has_aux=has_aux)
 
@@ -273,6 +285,11 @@ def jacobian(
     output: str = "tree",
 ) -> Any:
     """Jacobian of shape `y.shape + x.shape`.
+
+    With trees: a tree like `f(x)` whose leaves are trees like `x` (block `[i][j]` of shape
+    `y_i.shape + x_j.shape`, as `jax.jacobian`), or with `output="matrix"` one matrix of shape
+    `(y leaves' total size, x leaves' total size)` over the raveled leaves (`di.ravel`).
+    `has_aux=True` returns `(jacobian, aux)`.
 
     Example:
         >>> import numpy as np, diface as di
@@ -311,6 +328,9 @@ def hessian(
 ) -> Any:
     """Hessian of a scalar-valued `f`, of shape `x.shape + x.shape`.
 
+    With a tree `x`: a tree like `x` of trees like `x` (as `jax.hessian`), or with `output="matrix"`
+    one square matrix over the raveled leaves (`di.ravel`).
+
     Example:
         >>> import numpy as np, diface as di
         >>> di.hessian(lambda x: x[0] ** 2 * x[1], di.AutoFiniteDiff(), np.array([1.0, 2.0])).round(5)
@@ -343,7 +363,8 @@ def hvp(
     prep: HvpPrep | None = None,
     out: Any = None,
 ) -> Any:
-    """Hessian-vector product `H(x) @ tx` of a scalar-valued `f`, shaped like `x`.
+    """Hessian-vector product `H(x) @ tx` of a scalar-valued `f`, shaped like `x` (a tree like `x`,
+    with `tx` a tree like it, where `x` is a tree).
 
     Example:
         >>> import numpy as np, diface as di
