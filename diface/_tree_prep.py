@@ -72,6 +72,15 @@ def _ravel_traced(info: TreeInfo, tree: Any, where: str) -> Any:
     return parts[0] if len(parts) == 1 else _concat_traced(parts)
 
 
+def _as_f_sees_it(backend: Any, xi: Any, xf: Any, cvals: tuple) -> tuple:
+    """x and the context values as f receives them from `backend` (NumPy input in its arrays: torch
+    tensors, say), for the one evaluation that finds the structure of f's output."""
+    ops = backend.array_ops(xf)
+    xn = xf if ops.is_native(xf) else ops.asarray(xf)
+    cv = tuple(ops.asarray(v, like=xn) if isinstance(v, np.ndarray) else v for v in cvals)
+    return (xi.unravel_traced(xn) if xi is not None else xn, *cv)
+
+
 def prepare_tree(
     op: Any,
     f: Callable,
@@ -101,7 +110,7 @@ def prepare_tree(
         yi = TreeInfo(y, "y", where) if is_tree(y) else None
         yf = yi.ravel_leaves(yi.flattener.flatten(y)[0]) if yi is not None else y
     else:
-        out = f(x, *cvals)
+        out = f(*_as_f_sees_it(backend, xi, xf, cvals))
         if has_aux:
             out, _ = _split_aux(out, where)
         # f's output at the user's x (NumPy leaves, say) may mix libraries: only its structure counts

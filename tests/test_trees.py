@@ -317,3 +317,25 @@ def test_kit_tree_scenarios_catch_a_wrong_result():
     wrong = [dataclasses.replace(s, jacobian=lambda v, j=s.jacobian: 2 * j(v), _bound={}) for s in tree_scenarios()]
     with pytest.raises(AssertionError, match=r"dict to scalar .* pushforward"):
         test_differentiation([di.AutoTape()], wrong)
+
+
+def test_numpy_leaves_reach_f_in_the_engines_arrays():
+    """A tree of NumPy arrays is converted for the engine, at preparation too (where f's output structure
+    is found): f written with torch operations receives tensors, and the results come back as NumPy."""
+    torch = pytest.importorskip("torch")
+    params = {"w": np.arange(6.0).reshape(2, 3) / 10, "b": np.array([0.5, -0.5])}
+    ones = torch.ones(3, dtype=torch.float64)
+
+    def loss(p):
+        return torch.sum(torch.tanh(p["w"] @ ones + p["b"]))
+
+    def parts(p):
+        return {"a": torch.sin(p["w"]), "b": p["b"] * 2}
+
+    for _ in range(2):
+        g = di.gradient(loss, di.AutoTorch(), params)
+        s = 1 - np.tanh(params["w"] @ np.ones(3) + params["b"]) ** 2
+        assert type(g["w"]) is np.ndarray and np.allclose(g["w"], np.outer(s, np.ones(3))) and np.allclose(g["b"], s)
+        J = di.jacobian(parts, di.AutoTorch(), params)
+        assert J["a"]["w"].shape == (2, 3, 2, 3) and np.allclose(J["b"]["b"], 2 * np.eye(2))
+        assert np.allclose(J["a"]["b"], 0) and np.allclose(J["b"]["w"], 0)
