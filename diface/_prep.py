@@ -417,7 +417,7 @@ class Prep:
         values = tuple(c.value for c in contexts)
         if self.ops is NUMPY or self._takes_numpy:
             return values
-        return tuple(self.ops.asarray(v, like=xn) if isinstance(v, np.ndarray) else v for v in values)
+        return tuple(native_context_value(self.ops, v, xn) for v in values)
 
     def _check_out(self, out: Any, full: bool, extra: Any) -> None:
         shapes = self.op.result_shapes(self.x_shape, self.y_shape)
@@ -582,6 +582,22 @@ def native_x(ops: ArrayOps, x: Any) -> Any:
     return ops.asarray(x)
 
 
+def native_context_value(ops: ArrayOps, value: Any, like: Any) -> Any:
+    """A context value as f receives it: NumPy arrays (also the leaves of dicts, lists and tuples, a
+    namedtuple's fields) converted to the backend's arrays; everything else as it is."""
+    if isinstance(value, np.ndarray):
+        return ops.asarray(value, like=like)
+    kind = type(value)
+    if kind is dict:
+        return {k: native_context_value(ops, v, like) for k, v in value.items()}
+    if kind is list:
+        return [native_context_value(ops, v, like) for v in value]
+    if isinstance(value, tuple):
+        items = [native_context_value(ops, v, like) for v in value]
+        return kind(*items) if hasattr(value, "_fields") else kind(items)
+    return value
+
+
 def prepare_kernel(
     op: OpSpec, backend: Backend, problem: Problem, tangents: tuple | None, same_point: bool, options: Any = None
 ) -> Kernel:
@@ -660,8 +676,7 @@ def prepare(
             raise NotSupportedError(f"{where}: y= is immutable ({_kind(y)}), so f cannot write into it")
         yn = y if ops.is_native(y) else ops.asarray(y, like=xn)
     native_contexts = tuple(
-        c.with_value(ops.asarray(c.value, like=xn)) if ops is not NUMPY and isinstance(c.value, np.ndarray) else c
-        for c in contexts
+        c.with_value(native_context_value(ops, c.value, xn)) if ops is not NUMPY else c for c in contexts
     )
     if same_point:
         # the point is part of a same-point preparation: hold copies, not the user's mutable arrays

@@ -339,3 +339,34 @@ def test_numpy_leaves_reach_f_in_the_engines_arrays():
         J = di.jacobian(parts, di.AutoTorch(), params)
         assert J["a"]["w"].shape == (2, 3, 2, 3) and np.allclose(J["b"]["b"], 2 * np.eye(2))
         assert np.allclose(J["a"]["b"], 0) and np.allclose(J["b"]["w"], 0)
+
+
+@pytest.mark.parametrize("engine", ["tape", "finitediff", "autograd", "torch", "jax"])
+def test_constant_trees_reach_f_in_the_engines_arrays(engine):
+    """A Constant holding a dict with a tuple of NumPy arrays: its leaves reach f as the engine's arrays,
+    and a preparation made with one value is right with another."""
+    if engine == "tape":
+        backend, xp = di.AutoTape(), np
+    elif engine == "finitediff":
+        backend, xp = di.AutoFiniteDiff(), np
+    elif engine == "autograd":
+        backend, xp = di.AutoAutograd(), pytest.importorskip("autograd.numpy")
+    elif engine == "torch":
+        backend, xp = di.AutoTorch(), pytest.importorskip("torch")
+    else:
+        jax = pytest.importorskip("jax")
+        jax.config.update("jax_enable_x64", True)
+        backend, xp = di.AutoJAX(), pytest.importorskip("jax.numpy")
+
+    def f(x, d):
+        return xp.sum(xp.sin(d["A"] @ x + d["b"][0] * d["b"][1]))
+
+    def exact(x, d):
+        return d["A"].T @ np.cos(d["A"] @ x + d["b"][0] * d["b"][1])
+
+    x = np.array([0.1, 0.2, 0.3])
+    first = {"A": np.arange(6.0).reshape(2, 3) / 4, "b": (np.ones(2), 2.0)}
+    second = {"A": np.arange(6.0).reshape(2, 3) / 2, "b": (np.ones(2) * 3, 1.0)}
+    prep = di.prepare_gradient(f, backend, x, di.Constant(first))
+    for d in (second, first, second):
+        assert np.allclose(prep.gradient(x, di.Constant(d)), exact(x, d), atol=1e-6)

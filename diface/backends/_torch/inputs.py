@@ -85,6 +85,20 @@ def usable_all(tangents: tuple, device: Any, label: str) -> tuple:
     return tangents if all(u is t for u, t in zip(fitted, tangents)) else fitted
 
 
+def tensors_within(value: Any) -> Any:
+    """A context value with the NumPy arrays among the leaves of its dicts, lists and tuples shared with
+    torch (`from_numpy`); anything else as it is."""
+    kind = type(value)
+    if kind is dict:
+        return {k: from_numpy(v) if isinstance(v, np.ndarray) else tensors_within(v) for k, v in value.items()}
+    if kind is list or isinstance(value, tuple):
+        items = [from_numpy(v) if isinstance(v, np.ndarray) else tensors_within(v) for v in value]
+        if kind is list:
+            return items
+        return kind(*items) if hasattr(value, "_fields") else kind(items)
+    return value
+
+
 def context_tensor(v: Any, is_cache: bool) -> Any:
     """A tensor context as f can use it: `v`, or a contiguous copy of an inference tensor (autograd
     refuses those) and of a Cache whose elements share memory (f could not write into it; what f writes
@@ -183,7 +197,7 @@ def guarded(kernel: Kernel, problem: Problem, label: str, x_only: bool = False) 
                     extra = usable_all(extra, device, label)
                     break
         if cv:
-            cv = tuple(from_numpy(v) if isinstance(v, ndarray) else v for v in cv)
+            cv = tuple(from_numpy(v) if isinstance(v, ndarray) else tensors_within(v) for v in cv)
         if y is not None:
             check_writable(y, "y")
         return kernel(x, extra, cv, y, full)
