@@ -9,6 +9,7 @@ Importing diface imports no framework: a backend imports its engine on first use
 
 from ._backend import Backend, check_available, check_inplace
 from ._contexts import Cache, Constant
+from ._differentiate_with import DifferentiateWith
 from ._errors import (
     ArgumentError,
     BackendUnavailableError,
@@ -115,6 +116,8 @@ __all__ = [
     # contexts
     "Cache",
     "Constant",
+    # engine inside engine
+    "DifferentiateWith",
     # operators
     "derivative",
     "gradient",
