@@ -1,0 +1,75 @@
+"""Outer engine autograd: primitives for f, its pushforward, pullback and hvp, each with VJP and JVP rules
+(the pullback's derivatives are the inner hvp and pushforward, for second order)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from autograd.extend import defjvp, defvjp, primitive
+from autograd.tracer import getval
+
+from .._errors import NotSupportedError
+from ._convert import to_numpy
+from ._inner import third_order
+
+__all__ = ["call"]
+
+
+def _primitives(dw: Any) -> tuple:
+    """The four primitives of one DifferentiateWith, made on its first autograd call."""
+    prims = dw._outer.get("autograd")
+    if prims is not None:
+        return prims
+    inner = dw.inner
+
+    @primitive
+    def value(x: Any, cs: tuple) -> Any:
+        return inner.value(np.asarray(x), cs)
+
+    @primitive
+    def push(x: Any, t: Any, cs: tuple) -> Any:
+        return inner.pushforward(np.asarray(x), np.asarray(t), cs)
+
+    @primitive
+    def pull(x: Any, g: Any, cs: tuple) -> Any:
+        return inner.pullback(np.asarray(x), np.asarray(g), cs)
+
+    @primitive
+    def hvp(x: Any, g: Any, v: Any, cs: tuple) -> Any:
+        return inner.hvp(np.asarray(x), np.asarray(g), np.asarray(v), cs)
+
+    def refuse(*_: Any) -> Any:
+        raise third_order(dw.f)
+
+    def forward_over_forward(*_: Any) -> Any:
+        raise NotSupportedError(
+            f"DifferentiateWith({getattr(dw.f, '__name__', 'f')}, ...): forward mode over a forward-mode product "
+            "does not cross the boundary; take second order in reverse mode (autograd.hessian)"
+        )
+
+    defvjp(value, lambda ans, x, cs: lambda g: pull(x, g, cs))
+    defjvp(value, lambda t, ans, x, cs: push(x, t, cs))
+    defvjp(
+        pull,
+        lambda ans, x, g, cs: lambda w: hvp(x, g, w, cs),
+        lambda ans, x, g, cs: lambda w: push(x, w, cs),
+    )
+    defjvp(pull, lambda tx, ans, x, g, cs: hvp(x, g, tx, cs), lambda tg, ans, x, g, cs: pull(x, tg, cs))
+    defvjp(
+        push,
+        lambda ans, x, t, cs: lambda w: hvp(x, w, t, cs),
+        lambda ans, x, t, cs: lambda w: pull(x, w, cs),
+    )
+    defjvp(push, forward_over_forward, lambda tt, ans, x, t, cs: push(x, tt, cs))
+    defvjp(hvp, refuse, refuse, refuse)
+    defjvp(hvp, refuse, refuse, refuse)
+    prims = (value, push, pull, hvp)
+    dw._outer["autograd"] = prims
+    return prims
+
+
+def call(dw: Any, x: Any, constants: tuple) -> Any:
+    value = _primitives(dw)[0]
+    cs = tuple(to_numpy(getval(c), "a constant") if hasattr(c, "shape") else getval(c) for c in constants)
+    return value(x, cs)
