@@ -20,7 +20,7 @@ __all__ = ["kind_of", "split_constants", "to_native", "to_numpy", "to_torch"]
 
 
 def kind_of(a: Any) -> str:
-    """"torch", "jax", "autograd", "tape" or "numpy": the engine whose array `a` is."""
+    """ "torch", "jax", "autograd", "tape" or "numpy": the engine whose array `a` is."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(a, torch.Tensor):
         return "torch"

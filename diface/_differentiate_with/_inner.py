@@ -94,8 +94,7 @@ class Inner:
         y = to_numpy(y, "f's output")
         if y.dtype.kind != "f":
             raise ArgumentError(
-                f"DifferentiateWith: f returned an array of dtype {y.dtype}; it must return a real "
-                "floating-point array"
+                f"DifferentiateWith: f returned an array of dtype {y.dtype}; it must return a real floating-point array"
             )
         return y
 
@@ -120,7 +119,9 @@ class Inner:
 
         cs = tuple(to_native(c, "torch") for c in constants)
         with torch.enable_grad():
-            _, jt = torch.autograd.functional.jvp(lambda x: self.f(x, *cs), to_native(x, "torch"), to_native(tx, "torch"))
+            _, jt = torch.autograd.functional.jvp(
+                lambda x: self.f(x, *cs), to_native(x, "torch"), to_native(tx, "torch")
+            )
         return to_numpy(jt, "a pushforward")
 
     def pullback(self, x: np.ndarray, ty: np.ndarray, constants: tuple) -> np.ndarray:

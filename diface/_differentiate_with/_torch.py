@@ -98,7 +98,7 @@ class _Pushforward(torch.autograd.Function):
                 "product does not cross the boundary; take second order as reverse over forward or forward "
                 "over reverse (e.g. di.SecondOrder(di.AutoTorch(mode='forward'), di.AutoTorch(mode='reverse')))"
             )
-        x, t = ctx.saved_tensors
+        x, _ = ctx.saved_tensors
         return _Pushforward.apply(x, tt, ctx.dw, ctx.constants)
 
     @staticmethod
@@ -165,4 +165,3 @@ class _Hvp(torch.autograd.Function):
     @staticmethod
     def vmap(info: Any, in_dims: tuple, x: Any, g: Any, v: Any, dw: Any, constants: tuple) -> Any:  # type: ignore[override]
         return _sequential(_Hvp.apply, info, in_dims, x, g, v, dw, constants)
-
