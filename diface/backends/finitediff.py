@@ -37,15 +37,19 @@ from typing import Any, ClassVar
 from .._arrays import ArrayOps, ops_for
 from .._backend import Backend
 from .._derive import derive_jacobian
-from .._errors import ArgumentError, NotSupportedError
-from .._problem import Kernel, Problem, size_of
+from .._errors import ArgumentError, NotSupportedError, ShapeError
+from .._problem import Kernel, Problem, check_output, dtype_of, shape_of, size_of
+from ._finitediff._batched import EvaluationCount, prepare_batched_jacobian, prepare_batched_pushforward
 from ._finitediff._evaluator import Evaluator
+from ._finitediff._mappers import check_executor
 
-__all__ = ["AutoFiniteDiff"]
+__all__ = ["AutoFiniteDiff", "EvaluationCount"]
 
 _METHODS = ("forward", "central", "backward", "complex")
 # order of the truncation error of each method (the error is h ** order)
 _ORDER = {"forward": 1, "backward": 1, "central": 2, "complex": 2}
+# evaluations of f per direction
+_SIDES = {"forward": 1, "backward": 1, "central": 2, "complex": 1}
 
 
 @dataclass(frozen=True)
@@ -58,15 +62,39 @@ class AutoFiniteDiff(Backend):
             rounding, needs f analytic in x).
         step: relative step factor c; the step for component x_i is `c * max(1, |x_i|)`. Default:
             chosen per method and dtype (see the module documentation).
+        vectorized: f takes a batch of points stacked along a new leading axis and returns their
+            outputs stacked likewise; a Jacobian, gradient or batch of pushforwards is then one call
+            of f on every perturbed point (and the base point where the method needs f(x)).
+        executor: where to evaluate the points of one operator call in parallel: a
+            `concurrent.futures.Executor` (thread or process pool), a Dask `distributed.Client`, any
+            object with `map(fn, iterable)`, or a map-like callable (`pool.map`). All points of a
+            call are submitted together and gathered in order; where f raises, an
+            `EvaluationError` names the point (its `__cause__` is f's exception). A process pool
+            pickles f and the contexts: define f at module level.
+
+    A preparation reports what one call costs in `prep.evaluations` (an `EvaluationCount`: `points`
+    and `f_calls`).
 
     Example:
         >>> import numpy as np, diface as di
         >>> di.gradient(lambda x: np.sum(x**3), di.AutoFiniteDiff(), np.array([1.0, 2.0])).round(6)
         array([ 3., 12.])
+        >>> from concurrent.futures import ThreadPoolExecutor
+        >>> with ThreadPoolExecutor(4) as pool:
+        ...     prep = di.prepare_gradient(lambda x: np.sum(x**3), di.AutoFiniteDiff(executor=pool), np.ones(3))
+        ...     prep.gradient(np.array([1.0, 2.0, 3.0])).round(6)
+        array([ 3., 12., 27.])
+        >>> prep.evaluations                            # 2 per component, submitted together
+        EvaluationCount(points=6, f_calls=6)
+        >>> vec = di.AutoFiniteDiff(vectorized=True)   # f(X) with X of shape (k, 3): one call
+        >>> di.prepare_gradient(lambda X: np.sum(X**3, axis=-1), vec, np.ones(3)).evaluations
+        EvaluationCount(points=6, f_calls=1)
     """
 
     method: str = "central"
     step: float | None = None
+    vectorized: bool = False
+    executor: Any = None
     # accuracy exponent a of the values being differenced (eps ** a); < 1 when nested over
     # another finite-difference backend (see as_outer_of)
     input_accuracy: float = field(default=1.0, repr=False)
@@ -82,6 +110,19 @@ class AutoFiniteDiff(Backend):
             raise ArgumentError(f"AutoFiniteDiff: method must be one of {', '.join(_METHODS)}; got {self.method!r}")
         if self.step is not None and not (isinstance(self.step, (int, float)) and 0 < self.step < float("inf")):
             raise ArgumentError(f"AutoFiniteDiff: step must be a positive number, got {self.step!r}")
+        if not isinstance(self.vectorized, bool):
+            raise ArgumentError(f"AutoFiniteDiff: vectorized must be True or False, got {self.vectorized!r}")
+        check_executor(self.executor)
+        if self.vectorized and self.executor is not None:
+            raise ArgumentError(
+                "AutoFiniteDiff: choose vectorized=True (one call of f on all points) or executor= (one task "
+                "per point), not both; to spread a vectorized f over workers, map it over chunks inside f"
+            )
+
+    @property
+    def batched(self) -> bool:
+        """Whether the points of one call are evaluated together (`vectorized` or `executor`)."""
+        return self.vectorized or self.executor is not None
 
     @property
     def accuracy_exponent(self) -> float:  # type: ignore[override]
@@ -112,7 +153,21 @@ class AutoFiniteDiff(Backend):
                 f"analytic, which {inner!r} is not; use SecondOrder(AutoFiniteDiff('complex'), "
                 "AutoFiniteDiff('central')) or a real-step outer method"
             )
-        return dataclasses.replace(self, input_accuracy=inner.accuracy_exponent)
+        # the outer function is the inner derivative at one point: evaluated serially, in this process
+        return dataclasses.replace(self, input_accuracy=inner.accuracy_exponent, vectorized=False, executor=None)
+
+    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
+        if not self.vectorized or problem.inplace:
+            return problem.y_spec
+        ops = problem.ops
+        out = check_output(problem.f(ops.reshape(problem.x, (1, *problem.x_shape)), *problem.context_values))
+        if not shape_of(out) or shape_of(out)[0] != 1:
+            raise ShapeError(
+                f"AutoFiniteDiff(vectorized=True): f must return one output per point along the leading axis; "
+                f"a batch of 1 point gave an output of shape {shape_of(out)}"
+            )
+        problem.set_y_spec(shape_of(out)[1:], dtype_of(out))
+        return problem.y_spec
 
     def array_ops(self, x: Any) -> ArrayOps:
         ops = ops_for(x)
@@ -136,6 +191,8 @@ class AutoFiniteDiff(Backend):
         return self.prepare_pushforward(problem, tangents, same_point=True)
 
     def prepare_pushforward(self, problem: Problem, tangents: tuple, same_point: bool = False) -> Kernel:
+        if self.batched:
+            return prepare_batched_pushforward(self, problem, tangents, same_point)
         ops, method = problem.ops, self.method
         evaluate = Evaluator(self, problem, same_point)
         factor = self.step_factor(ops.eps(problem.x_dtype))
@@ -165,11 +222,15 @@ class AutoFiniteDiff(Backend):
             evaluate.finish(x, cv, y, fx)
             return (fx if full else None), tuple(results)
 
+        points = _SIDES[method] * len(tangents) + (evaluate.needs_fx and not same_point)
+        pushforward_kernel.evaluations = EvaluationCount(points, points)  # type: ignore[attr-defined]
         return pushforward_kernel
 
     # -- jacobian (and gradient, derivative): one component at a time --------------------------------
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         ops = problem.ops
+        if self.batched:
+            return prepare_batched_jacobian(self, problem)
         if not ops.mutable or not hasattr(problem.x, "shape") or problem.x_shape == ():
             return derive_jacobian(self, problem)  # basis sweep of pushforwards
         method = self.method
@@ -216,6 +277,8 @@ class AutoFiniteDiff(Backend):
             jac = ops.reshape(ops.stack(columns, axis=-1), out_shape) if n else ops.zeros(out_shape, dtype, x)
             return (fx if full else None), jac
 
+        points = _SIDES[method] * n + evaluate.needs_fx
+        jacobian_kernel.evaluations = EvaluationCount(points, points)  # type: ignore[attr-defined]
         return jacobian_kernel
 
     def prepare_gradient(self, problem: Problem) -> Kernel:
