@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
@@ -49,7 +50,8 @@ def threads():
 
 @pytest.fixture(scope="module")
 def processes():
-    with ProcessPoolExecutor(2) as pool:
+    # spawn, not fork: the test process may run JAX's threads
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         yield pool
 
 
