@@ -11,6 +11,7 @@ __all__ = [
     "BackendUnavailableError",
     "ConvergenceError",
     "DifaceError",
+    "EvaluationError",
     "NotSupportedError",
     "PreparationMismatchError",
     "ShapeError",
@@ -57,3 +58,9 @@ class SingularError(DifaceError, ArithmeticError):
 class ConvergenceError(DifaceError, ArithmeticError):
     """An iterative (Krylov) solve did not reach its tolerance within its iterations; the message gives
     the residual reached and what to try."""
+
+
+class EvaluationError(DifaceError, RuntimeError):
+    """`f` raised at one of the points a finite-difference backend evaluated in a batch (`vectorized=`
+    or `executor=`): the message names the point (the base point, or which perturbation of which
+    column or tangent); the exception `f` raised is its `__cause__`."""

@@ -168,6 +168,9 @@ class Prep:
         # a sparse Jacobian or Hessian (AutoSparse): the kernel returns the nonzeros, the layout makes
         # the matrix; the preparation shows the pattern and the coloring
         self._sparse = getattr(kernel, "sparse", None)
+        #: what one call costs in evaluations of f, where the backend counts them (`AutoFiniteDiff`:
+        #: an `EvaluationCount` with `points` and `f_calls`), else None
+        self.evaluations = getattr(kernel, "evaluations", None)
         if self._sparse is not None:
             self.sparsity_pattern = self._sparse.scipy_pattern()
             self.coloring = self._sparse.coloring

@@ -256,6 +256,10 @@ class _SparseJacobian:
         self.plan = coloring.plan().batch_first().map(lambda a: ops.index_array(a, like=x))
         self.ops = ops
         self.dtype = ops.result_type(problem.x_dtype, y_dtype)
+        # evaluations per call, where the dense kernel of a single mode counts them (finite differences)
+        products = [p for p in (self.forward, self.reverse) if p is not None]
+        if len(products) == 1 and products[0].kernel is not None:
+            self.evaluations = getattr(products[0].kernel, "evaluations", None)
 
     def __call__(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
         ops = self.ops

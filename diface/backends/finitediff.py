@@ -31,22 +31,25 @@ The complex-step method evaluates f at complex points: f must be complex-analyti
 from __future__ import annotations
 
 import dataclasses
-import threading
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .._arrays import ArrayOps, ops_for
 from .._backend import Backend
-from .._contexts import Cache
 from .._derive import derive_jacobian
-from .._errors import ArgumentError, NotSupportedError
-from .._problem import Kernel, Problem, dtype_of, shape_of, size_of
+from .._errors import ArgumentError, NotSupportedError, ShapeError
+from .._problem import Kernel, Problem, check_output, dtype_of, shape_of, size_of
+from ._finitediff._batched import EvaluationCount, prepare_batched_jacobian, prepare_batched_pushforward
+from ._finitediff._evaluator import Evaluator
+from ._finitediff._mappers import check_executor
 
-__all__ = ["AutoFiniteDiff"]
+__all__ = ["AutoFiniteDiff", "EvaluationCount"]
 
 _METHODS = ("forward", "central", "backward", "complex")
 # order of the truncation error of each method (the error is h ** order)
 _ORDER = {"forward": 1, "backward": 1, "central": 2, "complex": 2}
+# evaluations of f per direction
+_SIDES = {"forward": 1, "backward": 1, "central": 2, "complex": 1}
 
 
 @dataclass(frozen=True)
@@ -59,15 +62,39 @@ class AutoFiniteDiff(Backend):
             rounding, needs f analytic in x).
         step: relative step factor c; the step for component x_i is `c * max(1, |x_i|)`. Default:
             chosen per method and dtype (see the module documentation).
+        vectorized: f takes a batch of points stacked along a new leading axis and returns their
+            outputs stacked likewise; a Jacobian, gradient or batch of pushforwards is then one call
+            of f on every perturbed point (and the base point where the method needs f(x)).
+        executor: where to evaluate the points of one operator call in parallel: a
+            `concurrent.futures.Executor` (thread or process pool), a Dask `distributed.Client`, any
+            object with `map(fn, iterable)`, or a map-like callable (`pool.map`). All points of a
+            call are submitted together and gathered in order; where f raises, an
+            `EvaluationError` names the point (its `__cause__` is f's exception). A process pool
+            pickles f and the contexts: define f at module level.
+
+    A preparation reports what one call costs in `prep.evaluations` (an `EvaluationCount`: `points`
+    and `f_calls`).
 
     Example:
         >>> import numpy as np, diface as di
         >>> di.gradient(lambda x: np.sum(x**3), di.AutoFiniteDiff(), np.array([1.0, 2.0])).round(6)
         array([ 3., 12.])
+        >>> from concurrent.futures import ThreadPoolExecutor
+        >>> with ThreadPoolExecutor(4) as pool:
+        ...     prep = di.prepare_gradient(lambda x: np.sum(x**3), di.AutoFiniteDiff(executor=pool), np.ones(3))
+        ...     prep.gradient(np.array([1.0, 2.0, 3.0])).round(6)
+        array([ 3., 12., 27.])
+        >>> prep.evaluations                            # 2 per component, submitted together
+        EvaluationCount(points=6, f_calls=6)
+        >>> vec = di.AutoFiniteDiff(vectorized=True)   # f(X) with X of shape (k, 3): one call
+        >>> di.prepare_gradient(lambda X: np.sum(X**3, axis=-1), vec, np.ones(3)).evaluations
+        EvaluationCount(points=6, f_calls=1)
     """
 
     method: str = "central"
     step: float | None = None
+    vectorized: bool = False
+    executor: Any = None
     # accuracy exponent a of the values being differenced (eps ** a); < 1 when nested over
     # another finite-difference backend (see as_outer_of)
     input_accuracy: float = field(default=1.0, repr=False)
@@ -83,6 +110,19 @@ class AutoFiniteDiff(Backend):
             raise ArgumentError(f"AutoFiniteDiff: method must be one of {', '.join(_METHODS)}; got {self.method!r}")
         if self.step is not None and not (isinstance(self.step, (int, float)) and 0 < self.step < float("inf")):
             raise ArgumentError(f"AutoFiniteDiff: step must be a positive number, got {self.step!r}")
+        if not isinstance(self.vectorized, bool):
+            raise ArgumentError(f"AutoFiniteDiff: vectorized must be True or False, got {self.vectorized!r}")
+        check_executor(self.executor)
+        if self.vectorized and self.executor is not None:
+            raise ArgumentError(
+                "AutoFiniteDiff: choose vectorized=True (one call of f on all points) or executor= (one task "
+                "per point), not both; to spread a vectorized f over workers, map it over chunks inside f"
+            )
+
+    @property
+    def batched(self) -> bool:
+        """Whether the points of one call are evaluated together (`vectorized` or `executor`)."""
+        return self.vectorized or self.executor is not None
 
     @property
     def accuracy_exponent(self) -> float:  # type: ignore[override]
@@ -113,7 +153,21 @@ class AutoFiniteDiff(Backend):
                 f"analytic, which {inner!r} is not; use SecondOrder(AutoFiniteDiff('complex'), "
                 "AutoFiniteDiff('central')) or a real-step outer method"
             )
-        return dataclasses.replace(self, input_accuracy=inner.accuracy_exponent)
+        # the outer function is the inner derivative at one point: evaluated serially, in this process
+        return dataclasses.replace(self, input_accuracy=inner.accuracy_exponent, vectorized=False, executor=None)
+
+    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
+        if not self.vectorized or problem.inplace:
+            return problem.y_spec
+        ops = problem.ops
+        out = check_output(problem.f(ops.reshape(problem.x, (1, *problem.x_shape)), *problem.context_values))
+        if not shape_of(out) or shape_of(out)[0] != 1:
+            raise ShapeError(
+                f"AutoFiniteDiff(vectorized=True): f must return one output per point along the leading axis; "
+                f"a batch of 1 point gave an output of shape {shape_of(out)}"
+            )
+        problem.set_y_spec(shape_of(out)[1:], dtype_of(out))
+        return problem.y_spec
 
     def array_ops(self, x: Any) -> ArrayOps:
         ops = ops_for(x)
@@ -137,8 +191,10 @@ class AutoFiniteDiff(Backend):
         return self.prepare_pushforward(problem, tangents, same_point=True)
 
     def prepare_pushforward(self, problem: Problem, tangents: tuple, same_point: bool = False) -> Kernel:
+        if self.batched:
+            return prepare_batched_pushforward(self, problem, tangents, same_point)
         ops, method = problem.ops, self.method
-        evaluate = _Evaluator(self, problem, same_point)
+        evaluate = Evaluator(self, problem, same_point)
         factor = self.step_factor(ops.eps(problem.x_dtype))
         x_dtype = problem.x_dtype
 
@@ -166,15 +222,19 @@ class AutoFiniteDiff(Backend):
             evaluate.finish(x, cv, y, fx)
             return (fx if full else None), tuple(results)
 
+        points = _SIDES[method] * len(tangents) + (evaluate.needs_fx and not same_point)
+        pushforward_kernel.evaluations = EvaluationCount(points, points)  # type: ignore[attr-defined]
         return pushforward_kernel
 
     # -- jacobian (and gradient, derivative): one component at a time --------------------------------
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         ops = problem.ops
+        if self.batched:
+            return prepare_batched_jacobian(self, problem)
         if not ops.mutable or not hasattr(problem.x, "shape") or problem.x_shape == ():
             return derive_jacobian(self, problem)  # basis sweep of pushforwards
         method = self.method
-        evaluate = _Evaluator(self, problem)
+        evaluate = Evaluator(self, problem)
         factor = self.step_factor(ops.eps(problem.x_dtype))
         x_shape, (y_shape, _) = problem.x_shape, problem.y_spec
         n = size_of(x_shape)
@@ -217,6 +277,8 @@ class AutoFiniteDiff(Backend):
             jac = ops.reshape(ops.stack(columns, axis=-1), out_shape) if n else ops.zeros(out_shape, dtype, x)
             return (fx if full else None), jac
 
+        points = _SIDES[method] * n + evaluate.needs_fx
+        jacobian_kernel.evaluations = EvaluationCount(points, points)  # type: ignore[attr-defined]
         return jacobian_kernel
 
     def prepare_gradient(self, problem: Problem) -> Kernel:
@@ -227,100 +289,3 @@ class AutoFiniteDiff(Backend):
 
 
 _TINY = 1e-30  # floor of |t| in the step along t (keeps h finite for a zero tangent)
-
-
-class _Evaluator:
-    """Evaluates f at perturbed points for one kernel and forms the difference quotients.
-
-    The scratch an evaluation writes (output buffers of an in-place f, complex caches) belongs to the
-    calling thread (`scratch()`), so one preparation serves any number of threads at once.
-    """
-
-    def __init__(self, backend: AutoFiniteDiff, problem: Problem, same_point: bool = False) -> None:
-        self.problem = problem
-        self.ops = ops = problem.ops
-        self.method = backend.method
-        # one-sided differences need f(x); the complex step needs it too, to return NaN where f is not
-        # finite (the complex extension of f may be finite where f itself is NaN: log(-1 + ih) = i pi)
-        self.needs_fx = backend.method in ("forward", "backward", "complex")
-        self.fx = None  # f at the point of a same-point preparation
-        if same_point and self.needs_fx:
-            y = None if problem.y is None else ops.copy(problem.y)
-            self.fx = ops.copy(problem.evaluate(problem.x, problem.context_values, y))
-        self.y_spec = None
-        if problem.inplace:
-            y_shape, y_dtype = problem.y_spec
-            self.y_spec = (y_shape, ops.complex_dtype(y_dtype) if backend.method == "complex" else y_dtype)
-        # complex steps need complex scratch: Cache contents do not matter, so the evaluations at
-        # complex points get complex caches of our own instead of the (real) ones passed in
-        self.cache_specs = {}
-        if backend.method == "complex":
-            for i, c in enumerate(problem.contexts):
-                if isinstance(c, Cache) and ops.is_native(c.value) and ops.is_floating(dtype_of(c.value)):
-                    self.cache_specs[i] = (shape_of(c.value), ops.complex_dtype(dtype_of(c.value)), c.value)
-        self._local = threading.local()
-
-    def scratch(self) -> _Scratch:
-        """The calling thread's scratch buffers (made on its first call)."""
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = _Scratch(self)
-        return scratch
-
-    def at_point(self, x: Any, cv: tuple, y: Any, full: bool) -> Any:
-        """f(x) when the method or the caller needs it (written into y for an in-place f)."""
-        if self.fx is not None:  # same point: a fresh copy of the value computed at preparation
-            if y is None:
-                return self.ops.copy(self.fx)
-            self.ops.copyto(y, self.fx)
-            return y
-        if self.needs_fx or full:
-            return self.problem.evaluate(x, cv, y)
-        return None
-
-    def finish(self, x: Any, cv: tuple, y: Any, fx: Any) -> None:
-        """An in-place f must leave f(x) in y after every call."""
-        if y is not None and fx is None:
-            self.problem.evaluate(x, cv, y)
-
-    def _value(self, point: Any, cv: tuple, side: int, scratch: _Scratch, restore: tuple | None) -> Any:
-        buf = scratch.outputs[0 if side > 0 else 1]
-        value = self.problem.evaluate(point, cv, buf)
-        if restore is not None:
-            flat, i, original = restore
-            if buf is None and self.ops.shares_memory(value, point):
-                value = self.ops.copy(value)  # f returned a view of the work array we keep mutating
-            flat[i] = original
-        return value
-
-    def quotient(
-        self, method: str, at: Any, fx: Any, step: Any, cv: tuple, scratch: _Scratch, restore: tuple | None = None
-    ) -> Any:
-        """The difference quotient of `method`, where `at(s)` is the point perturbed by `s` steps."""
-        if method == "complex":
-            # + 0 * f(x): NaN wherever f(x) is not finite, exactly +0 elsewhere
-            return self.ops.imag(self._value(at(1), cv, 1, scratch, restore)) / step + 0 * fx
-        if method == "central":
-            up = self._value(at(1), cv, 1, scratch, restore)
-            return (up - self._value(at(-1), cv, -1, scratch, restore)) / step
-        if method == "forward":
-            return (self._value(at(1), cv, 1, scratch, restore) - fx) / step
-        return (fx - self._value(at(-1), cv, -1, scratch, restore)) / step
-
-
-class _Scratch:
-    """One thread's buffers: two outputs for an in-place f (a central difference needs both sides at
-    once) and the complex caches of complex steps."""
-
-    def __init__(self, evaluator: _Evaluator) -> None:
-        ops = evaluator.ops
-        spec = evaluator.y_spec
-        like = evaluator.problem.y
-        self.outputs = (None, None) if spec is None else (ops.zeros(*spec, like), ops.zeros(*spec, like))
-        self.caches = {i: ops.zeros(shape, dtype, like) for i, (shape, dtype, like) in evaluator.cache_specs.items()}
-
-    def contexts(self, cv: tuple) -> tuple:
-        """The context values to evaluate f with at perturbed points."""
-        if not self.caches:
-            return cv
-        return tuple(self.caches.get(i, v) for i, v in enumerate(cv))
