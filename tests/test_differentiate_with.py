@@ -191,3 +191,21 @@ def test_non_contiguous_and_read_only_inputs() -> None:
     xt = torch.tensor(np.stack([X, X]), requires_grad=True).T[:, 0]  # a strided view
     (grad,) = torch.autograd.grad(g(xt).sum(), xt)
     np.testing.assert_allclose(grad.numpy(), np.cos(X) * X + np.sin(X), rtol=1e-10)
+
+
+def test_jax_outside_says_second_order_does_not_cross():
+    """JAX differentiating twice through the boundary (jax.hessian, jacrev of grad, jvp of grad) raises a
+    clear NotSupportedError; first order, jit and vmap still work."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    jax.config.update("jax_enable_x64", True)
+    inner = di.DifferentiateWith(lambda x: np.sin(x) * x, di.AutoTape())
+    g = lambda x: jnp.sum(inner(x) ** 2)
+    x = jnp.linspace(0.1, 1.0, 3)
+    xs = np.asarray(x)
+    expected = 2 * np.sin(xs) * xs * (np.cos(xs) * xs + np.sin(xs))
+    assert np.allclose(jax.grad(g)(x), expected) and np.allclose(jax.jit(jax.grad(g))(x), expected)
+    assert np.allclose(jax.vmap(jax.grad(g))(jnp.stack([x, x]))[1], expected)
+    for second in (jax.hessian(g), jax.jacrev(jax.grad(g)), lambda x: jax.jvp(jax.grad(g), (x,), (x,))[1]):
+        with pytest.raises(di.NotSupportedError, match="twice"):
+            second(x)

@@ -46,6 +46,21 @@ def _linear_call_batching() -> None:
 _linear_call_batching()
 
 
+def _differentiated(a: Any) -> bool:
+    """Whether `a` is itself being differentiated by an outer JAX transformation (a JVP or linearize tracer,
+    possibly under vmap): second order through the boundary."""
+    from jax._src.interpreters import ad, batching
+
+    kinds = tuple(k for k in (getattr(ad, "JVPTracer", None), getattr(ad, "LinearizeTracer", None)) if k)
+    for _ in range(32):
+        if isinstance(a, kinds):
+            return True
+        if not isinstance(a, batching.BatchTracer):
+            return False
+        a = a.val
+    return False
+
+
 def _y_spec(dw: Any, x: Any, arrays: list, rebuild: Any) -> jax.ShapeDtypeStruct:
     """f's output shape and dtype: from f at x where x is concrete, else at ones (kept per spec)."""
     key = ("jax-out", x.shape, str(x.dtype), tuple((np.shape(a), str(a.dtype)) for a in arrays))
@@ -129,6 +144,13 @@ def call(dw: Any, x: Any, constants: tuple) -> Any:
     @value.defjvp
     def _value_jvp(primals: tuple, tangents: tuple) -> Any:
         x, *arrs = primals
+        if _differentiated(x):
+            raise NotSupportedError(
+                f"DifferentiateWith({getattr(dw.f, '__name__', 'f')}, ...): JAX cannot differentiate through the "
+                "boundary twice (its linear_call, which carries the products, has no derivative with respect to "
+                "the point): take second derivatives with the inner backend (di.hessian, di.hvp) or with torch, "
+                "autograd or AutoTape outside"
+            )
         ty = linear_call(tangent_map, cotangent_map, (x, *arrs), tangents[0])
         return value(x, *arrs), ty
 
