@@ -40,7 +40,7 @@ from .._derive import derive_jacobian
 from .._errors import ArgumentError, NotSupportedError, ShapeError
 from .._problem import Kernel, Problem, check_output, dtype_of, shape_of, size_of
 from ._finitediff._batched import EvaluationCount, prepare_batched_jacobian, prepare_batched_pushforward
-from ._finitediff._evaluator import Evaluator
+from ._finitediff._evaluator import Evaluator, perturbations
 from ._finitediff._mappers import check_executor
 
 __all__ = ["AutoFiniteDiff", "EvaluationCount"]
@@ -251,18 +251,7 @@ class AutoFiniteDiff(Backend):
             # flat view of it (never through a reshape of x, which may be a copy)
             work = ops.astype(ops.copy(x), work_dtype) if method == "complex" else ops.copy(x)
             flat = ops.flat_view(work)
-            h = factor * ops.maximum(ops.abs(flat_x), 1.0)
-            up = flat_x + 1j * h if method == "complex" else flat_x + h
-            down = flat_x - h
-            # divide by the steps actually taken (exactly representable differences)
-            if method == "central":
-                steps = up - down
-            elif method == "forward":
-                steps = up - flat_x
-            elif method == "backward":
-                steps = flat_x - down
-            else:
-                steps = h
+            up, down, steps = perturbations(ops, flat_x, factor, method)
             columns = []
             for i in range(n):
 

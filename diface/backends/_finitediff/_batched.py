@@ -16,7 +16,7 @@ import numpy as np
 from ..._contexts import Cache
 from ..._errors import EvaluationError, NotSupportedError, ShapeError
 from ..._problem import Kernel, Problem, check_output, shape_of, size_of
-from ._evaluator import Evaluator
+from ._evaluator import Evaluator, perturbations
 from ._mappers import Task, check_picklable, is_process_pool, mapper_for, run_tasks
 
 __all__ = ["EvaluationCount", "prepare_batched_jacobian", "prepare_batched_pushforward"]
@@ -126,17 +126,7 @@ def prepare_batched_jacobian(backend: Any, problem: Problem) -> Kernel:
             fx = problem.evaluate(x, cv, y) if (full or y is not None) else None
             return fx, ops.zeros(out_shape, dtype, x)
         flat_x = ops.reshape(x, (n,))
-        h = factor * ops.maximum(ops.abs(flat_x), 1.0)
-        up = flat_x + 1j * h if method == "complex" else flat_x + h
-        down = flat_x - h
-        if method == "central":
-            steps = up - down
-        elif method == "forward":
-            steps = up - flat_x
-        elif method == "backward":
-            steps = flat_x - down
-        else:
-            steps = h
+        up, down, steps = perturbations(ops, flat_x, factor, method)
         # row i of each block: x with component i replaced (exactly: x * 1 + 0 and x * 0 + v)
         unit = ops.eye(n, work_dtype, x)
         keep = 1 - unit

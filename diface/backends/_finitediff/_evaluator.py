@@ -106,3 +106,21 @@ class Scratch:
         if not self.caches:
             return cv
         return tuple(self.caches.get(i, v) for i, v in enumerate(cv))
+
+
+def perturbations(ops: Any, flat_x: Any, factor: Any, method: str) -> tuple[Any, Any, Any]:
+    """`(up, down, steps)` for the components of `flat_x`: the perturbed values on each side (`up` is
+    imaginary for the complex step) and the steps to divide by, the differences actually taken (exactly
+    representable), for `method` ("central", "forward", "backward" or "complex")."""
+    h = factor * ops.maximum(ops.abs(flat_x), 1.0)
+    up = flat_x + 1j * h if method == "complex" else flat_x + h
+    down = flat_x - h
+    if method == "central":
+        steps = up - down
+    elif method == "forward":
+        steps = up - flat_x
+    elif method == "backward":
+        steps = flat_x - down
+    else:
+        steps = h
+    return up, down, steps
