@@ -80,16 +80,7 @@ def dynamic_largest_first(ptr: np.ndarray, idx: np.ndarray, seed: int = 0) -> np
     order = []
     level = len(buckets) - 1
     for _ in range(n):
-        while True:
-            bucket = buckets[level]
-            while bucket:
-                v = bucket.pop()
-                if key[v] == level:
-                    break
-            else:
-                level -= 1
-                continue
-            break
+        v, level = _pop_highest(buckets, key, level)
         key[v] = -1
         order.append(v)
         for u in A[P[v] : P[v + 1]]:
@@ -98,6 +89,18 @@ def dynamic_largest_first(ptr: np.ndarray, idx: np.ndarray, seed: int = 0) -> np
                 key[u] = d - 1
                 buckets[d - 1].append(u)
     return np.array(order, dtype=INDEX)
+
+
+def _pop_highest(buckets: list[list[int]], key: list[int], level: int) -> tuple[int, int]:
+    """The vertex on top of the highest non-empty bucket at or below `level` whose key is still that
+    bucket's (entries are left behind when a key changes, and skipped here), and that bucket's level."""
+    while True:
+        bucket = buckets[level]
+        while bucket:
+            v = bucket.pop()
+            if key[v] == level:
+                return v, level
+        level -= 1
 
 
 def incidence_degree(ptr: np.ndarray, idx: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -113,16 +116,7 @@ def incidence_degree(ptr: np.ndarray, idx: np.ndarray, seed: int = 0) -> np.ndar
     order = []
     level = 0
     for _ in range(n):
-        while True:
-            bucket = buckets[level]
-            while bucket:
-                v = bucket.pop()
-                if key[v] == level:
-                    break
-            else:
-                level -= 1
-                continue
-            break
+        v, level = _pop_highest(buckets, key, level)
         key[v] = -1
         order.append(v)
         for u in A[P[v] : P[v + 1]]:
