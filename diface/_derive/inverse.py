@@ -11,8 +11,9 @@ axis (`(B, *y_shape)` -> `(B, *x_shape)` and back).
 - `"auto"`: `"accumulate"` where the engine has a plan, else `"dense"` up to `DENSE_MAX` unknowns (and
   for any size where the Jacobian is a SciPy sparse matrix, which `splu` factors), else `"krylov"`.
 
-Kernels: at any point, each call makes the inverse linearization at its x; at one point (same-point
-preparations), it is made once at preparation (once per thread where it cannot be shared).
+Kernels: those of any linearizer (`diface._derive.linearized`): at any point, each call makes the inverse
+linearization at its x; at one point (same-point preparations), it is made once at preparation (once per
+thread where it cannot be shared).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from typing import Any
 from .._arrays import NUMPY
 from .._errors import ArgumentError, NotSupportedError
 from .._problem import Kernel, Problem, size_of
-from ._per_thread import PerThread
 from .inverse_dense import dense_inverse
 from .inverse_krylov import krylov_inverse
+from .linearized import linearized_products, same_point_products
 
 __all__ = ["DENSE_MAX", "METHODS", "InverseSolver", "derive_inverse"]
 
@@ -72,7 +73,8 @@ def derive_inverse(backend: Any, problem: Problem, forward: bool, same_point: bo
     `solver.method`; the kernel's `method` attribute names the method it uses."""
     where = "inverse_pushforward" if forward else "inverse_pullback"
     method, make = _inverse_linearizer(backend, problem, forward, solver, where)
-    kernel = _kept(make, problem, forward) if same_point else _per_call(make, problem, forward)
+    # an inverse linearizer is a linearizer of J⁻¹: the products of one, at any point or at one point
+    kernel = same_point_products(make, problem, forward) if same_point else linearized_products(make, problem, forward)
     kernel.method = method  # type: ignore[attr-defined]
     return kernel
 
@@ -104,36 +106,3 @@ def _dense_pays(backend: Any, problem: Problem) -> bool:
 
     # a SciPy sparse Jacobian: splu's cost follows the fill-in, not n³ (torch and JAX densify theirs)
     return isinstance(backend, AutoSparse) and problem.ops is NUMPY
-
-
-def _per_call(make: Callable, problem: Problem, forward: bool) -> Kernel:
-    """Each call makes the inverse linearization at its x, then solves for the whole batch."""
-    ops = problem.ops
-
-    def inverse_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-        lin = make(x, cv, y)
-        results = (lin.push if forward else lin.pull)(ops.stack(list(tangents)))
-        return (lin.value if full or y is not None else None), tuple(ops.unstack(results))
-
-    return inverse_kernel
-
-
-def _kept(make: Callable, problem: Problem, forward: bool) -> Kernel:
-    """The inverse linearization at the preparation's point, made now (per thread where it cannot be
-    shared); a call only solves."""
-    ops = problem.ops
-    y0 = None if problem.y is None else ops.copy(problem.y)
-    kept = PerThread(lambda: make(problem.x, problem.context_values, None if y0 is None else ops.copy(y0)))
-    kept.get()
-
-    def inverse_same_point_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-        lin = kept.get()
-        results = (lin.push if forward else lin.pull)(ops.stack(list(tangents)))
-        if y is not None:
-            ops.copyto(y, lin.value)  # an in-place f leaves f(x) in y after every call
-            value = y
-        else:
-            value = ops.copy(lin.value) if full else None
-        return value, tuple(ops.unstack(results))
-
-    return inverse_same_point_kernel
