@@ -16,27 +16,13 @@ from ._arrays import ArrayOps
 from ._contexts import Context
 from ._errors import ArgumentError
 
-__all__ = ["Kernel", "Problem", "TreeOutput", "check_output", "describe_bad_output"]
+__all__ = ["Problem", "TreeOutput", "check_output", "describe_bad_output"]
 
 
 class TreeOutput(ArgumentError):
     """f returned a container (dict, list, tuple): the call path prepares it as a tree instead."""
 
 
-#: A prepared operator: `kernel(x, extra, context_values, y, full) -> tuple`.
-#:
-#: - `x`: native input; `extra`: tuple of native tangents (pushforward, pullback, hvp) or None;
-#:   `context_values`: tuple of native context values; `y`: native output buffer of an in-place `f`
-#:   (None otherwise); `full`: also compute the primal value (and lower-order results).
-#: - returns `(value, result)` for first-order operators, `(value, lower, result)` for
-#:   `second_derivative` (lower = derivative), `hessian` (lower = gradient) and `hvp` (lower =
-#:   gradient, value always None). Entries not asked for (`full=False`) may be None. A batch of
-#:   tangents gives a tuple of results. Results are fresh arrays: they never alias a kernel's
-#:   internal buffers, so a caller may keep them across calls.
-#: - an in-place `f` leaves `f(x)` in `y` after every call.
-#: - a kernel may carry an attribute `result_dtype`: the dtype all its derivative results (not the
-#:   value) already have, `result_type(x.dtype, y.dtype)`; the call path then skips casting them.
-Kernel = Callable[[Any, Any, tuple, Any, bool], tuple]
 
 
 class Problem:

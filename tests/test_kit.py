@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import diface as di
+from diface.extend import Result
 from diface.testing import (
     Scenario,
     benchmark_differentiation,
@@ -67,11 +68,11 @@ class WrongTranspose(di.AutoFiniteDiff):
     def prepare_pullback(self, problem: Any, cotangents: tuple) -> Any:
         kernel = super().prepare_pullback(problem, cotangents)
 
-        def wrong(x: Any, t: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-            value, results = kernel(x, t, cv, y, full)
-            return value, tuple(1.01 * r for r in results)
+        def wrong(x: Any, t: tuple, cv: tuple, y: Any, full: bool) -> Result:
+            value, _, results = kernel.run(x, t, cv, y, full)
+            return Result(value, result=tuple(1.01 * r for r in results))
 
-        return wrong
+        return kernel.replace(run=wrong)
 
 
 def test_a_wrong_backend_fails_with_a_readable_table():
@@ -140,12 +141,12 @@ class MemoryOrder(di.AutoFiniteDiff):
     def prepare_gradient(self, problem: Any) -> Any:
         kernel = super().prepare_gradient(problem)
 
-        def gradient(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+        def gradient(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
             if isinstance(x, np.ndarray):
                 x = x.ravel(order="K").reshape(x.shape)
-            return kernel(x, extra, cv, y, full)
+            return kernel.run(x, extra, cv, y, full)
 
-        return gradient
+        return kernel.replace(run=gradient)
 
 
 def test_layouts_catch_a_backend_that_assumes_row_major_arrays():
@@ -165,13 +166,13 @@ class SharedBuffer(di.AutoFiniteDiff):
         kernel = super().prepare_gradient(problem)
         shared = np.zeros(problem.x_shape)
 
-        def gradient(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
-            value, g = kernel(x, extra, cv, y, full)
+        def gradient(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
+            value, _, g = kernel.run(x, extra, cv, y, full)
             shared[...] = g
             time.sleep(1e-4)  # another thread writes meanwhile
-            return value, shared.copy()
+            return Result(value, result=shared.copy())
 
-        return gradient
+        return kernel.replace(run=gradient)
 
 
 def test_the_thread_check_catches_shared_state():

@@ -1,4 +1,4 @@
-"""Preparation internals a backend can rely on: the direct path of `x_only` programs."""
+"""Preparation internals a backend can rely on: the direct path of a kernel's `direct` program."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ import diface as di
 
 @dataclass(frozen=True)
 class WithProgram(di.AutoFiniteDiff):
-    """Finite differences whose gradient kernel also offers `x_only`: a program of x alone."""
+    """Finite differences whose gradient kernel also offers `direct`: a program of x and the contexts."""
 
     def prepare_gradient(self, problem: Any) -> Any:
         kernel = super().prepare_gradient(problem)
-        calls = []
 
-        def program(x: Any) -> Any:
-            calls.append(x)
-            return kernel(x, None, (), None, False)[1]
+        def program(x: Any, cv: tuple) -> Any:
+            CALLS.append(x)
+            return kernel.result_of(x, None, cv)
 
-        kernel.x_only = program
-        kernel.calls = calls
-        return kernel
+        return kernel.replace(direct=program)
+
+
+CALLS: list = []
 
 
 f = lambda x: np.sum(x**3)
@@ -35,7 +35,8 @@ x = np.array([1.0, 2.0])
 def test_plain_calls_with_only_x_go_straight_to_the_program():
     b = WithProgram()
     prep = di.prepare_gradient(f, b, np.zeros(2))
-    calls = prep.kernel.calls
+    calls = CALLS
+    calls.clear()
     np.testing.assert_allclose(prep.gradient(x), 3 * x**2, rtol=1e-8)
     np.testing.assert_allclose(di.gradient(f, b, x, prep=prep), 3 * x**2, rtol=1e-8)
     assert len(calls) == 2

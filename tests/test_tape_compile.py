@@ -97,7 +97,7 @@ def test_a_long_chain_shares_a_few_buffers():
     x = np.linspace(0.0, 1.0, 1000)
     prep = di.prepare_gradient(chain, TAPE, x)
     np.testing.assert_allclose(prep.gradient(x), di.gradient(chain, TAPE, x), rtol=1e-13)
-    replay = prep.kernel.replays._local.replay
+    replay = prep.kernel.run.__self__.replays._local.replay
     held = sum(raw.nbytes for raw in replay.arena.raws)
     assert held <= 60 * x.nbytes  # the 40 values the sweep reads, and a few buffers for the rest (not 80)
 
@@ -106,7 +106,7 @@ def test_context_arrays_are_read_in_place_while_they_are_the_same_objects():
     a = RNG.standard_normal((5, 4))
     x = RNG.standard_normal(4)
     prep = di.prepare_gradient(softplus, TAPE, x, di.Constant(a))
-    replay = prep.kernel.replays._local.replay
+    replay = prep.kernel.run.__self__.replays._local.replay
     assert [bound for bound, _ci, _path in replay.fwd.binds] == [a] and not replay.fwd.loads
     np.testing.assert_allclose(prep.gradient(x, di.Constant(a)), di.gradient(softplus, TAPE, x, di.Constant(a)))
     a *= 2.0  # the same array, changed in place: read as it is now
@@ -115,7 +115,7 @@ def test_context_arrays_are_read_in_place_while_they_are_the_same_objects():
     for _ in range(2):
         np.testing.assert_allclose(prep.gradient(x, di.Constant(b)), di.gradient(softplus, TAPE, x, di.Constant(b)))
         np.testing.assert_allclose(prep.gradient(x, di.Constant(a)), di.gradient(softplus, TAPE, x, di.Constant(a)))
-    replay = prep.kernel.replays._local.replay
+    replay = prep.kernel.run.__self__.replays._local.replay
     assert not replay.fwd.binds and len(replay.fwd.loads) == 1
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 import diface as di
 from diface._backend import Backend
+from diface.extend import Kernel, Result
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,11 @@ class ReverseOnly(Backend):
         jacobian = self.fd.prepare_jacobian(problem)
         y_ndim = len(problem.y_spec[0])
 
-        def pullback_kernel(x: Any, cotangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-            value, jac = jacobian(x, None, cv, y, full)
-            return value, tuple(np.tensordot(t, jac, axes=y_ndim) for t in cotangents)
+        def pullback(x: Any, cotangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
+            value, _, jac = jacobian.run(x, None, cv, y, full)
+            return Result(value, result=tuple(np.tensordot(t, jac, axes=y_ndim) for t in cotangents))
 
-        return pullback_kernel
+        return Kernel(pullback)
 
 
 @dataclass(frozen=True)

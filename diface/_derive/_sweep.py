@@ -16,8 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .._arrays import ArrayOps
+from .._kernel import Kernel, Result
 from .._linearization import Linearization
-from .._problem import Kernel, size_of
+from .._problem import size_of
 
 __all__ = ["Basis", "chunk_size", "sweep_kernels", "sweep_linearization"]
 
@@ -85,18 +86,18 @@ def sweep_kernels(
     out_shape: tuple,
     dtype: Any,
     ops: ArrayOps,
-) -> tuple[Any, Any]:
-    """`(first, J)` from batched kernels (one per chunk, each running f again): the first chunk's result
-    tuple (its value, for the full variant) and J as in `sweep_linearization`."""
+) -> tuple[Result | None, Any]:
+    """`(first, J)` from batched kernels (one per chunk, each running f again): the first chunk's
+    `Result` (its value, for the full variant) and J as in `sweep_linearization`."""
     if basis.n == 0:
         return None, ops.zeros(out_shape, dtype, basis.like)
     first, parts = None, []
     for k, kernel in enumerate(kernels):
         chunk = basis.chunk(k)
-        r = kernel(x, ops.unstack(chunk), cv, y, full and k == 0)
+        r = kernel.run(x, ops.unstack(chunk), cv, y, full and k == 0)
         if k == 0:
             first = r
-        parts.append(ops.stack(list(r[-1])))
+        parts.append(ops.stack(list(r.result)))
     stacked = parts[0] if len(parts) == 1 else ops.concat(parts)
     return first, _assemble(ops, stacked, forward, basis.n, out_shape, dtype)
 

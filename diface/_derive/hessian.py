@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._problem import Kernel, Problem, size_of
+from .._kernel import Kernel, Result
+from .._problem import Problem, size_of
 from ._sweep import Basis, chunk_size, kernels_per_chunk, sweep_kernels
 
 __all__ = ["derive_hessian"]
@@ -23,11 +24,11 @@ def derive_hessian(max_batch: int, problem: Problem, prepare_hvp: Callable[[tupl
     basis = Basis(ops, x_shape, x_dtype, x, chunk_size(n, n, n * n, max_batch), n * n)
     kernels = kernels_per_chunk(basis, prepare_hvp)
 
-    def hessian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    def hessian(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         first, hess = sweep_kernels(basis, kernels, True, x, cv, None, full, out_shape, dtype, ops)
         if not full:
-            return None, None, hess
-        gradient = first[1] if first is not None else ops.zeros(x_shape, dtype, x)
-        return problem.evaluate(x, cv), gradient, hess
+            return Result(result=hess)
+        gradient = first.lower if first is not None else ops.zeros(x_shape, dtype, x)
+        return Result(problem.evaluate(x, cv), gradient, hess)
 
-    return hessian_kernel
+    return Kernel(hessian)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._contexts import Constant
-from .._problem import Kernel, Problem
+from .._kernel import Kernel, Result
+from .._problem import Problem
 
 __all__ = ["derive_hvp"]
 
@@ -28,22 +29,22 @@ def derive_hvp(outer: Any, inner: Any, problem: Problem, tangents: tuple) -> Ker
     gradient = inner.prepare_gradient(problem)
 
     def inner_gradient(x: Any, *cv: Any) -> Any:
-        return gradient(x, None, cv, None, False)[1]
+        return gradient.result_of(x, None, cv)
 
     if "forward" in outer.native_modes:
         pushforward = outer.prepare_pushforward(problem.derived(inner_gradient, (x_shape, g_dtype)), tangents)
 
-        def forward_over_gradient(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-            g, hvps = pushforward(x, tangents, cv, None, full)
-            return None, g, hvps
+        def forward_over_gradient(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
+            g, _, hvps = pushforward.run(x, tangents, cv, None, full)
+            return Result(lower=g, result=hvps)
 
-        return forward_over_gradient
+        return Kernel(forward_over_gradient)
 
     if "forward" in inner.native_modes:
         directional = inner.prepare_pushforward(problem, tangents[:1])
 
         def scalar(x: Any, v: Any, *cv: Any) -> Any:  # <grad f(x), v> by one inner pushforward
-            return directional(x, (v,), cv, None, False)[1][0]
+            return directional.result_of(x, (v,), cv)[0]
     else:
 
         def scalar(x: Any, v: Any, *cv: Any) -> Any:  # <grad f(x), v> by one inner gradient
@@ -52,8 +53,8 @@ def derive_hvp(outer: Any, inner: Any, problem: Problem, tangents: tuple) -> Ker
     contexts = (Constant(tangents[0]), *problem.contexts)
     outer_gradient = outer.prepare_gradient(problem.derived(scalar, ((), g_dtype), contexts))
 
-    def reverse_over_inner(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-        hvps = tuple(outer_gradient(x, None, (v, *cv), None, False)[1] for v in tangents)
-        return None, (inner_gradient(x, *cv) if full else None), hvps
+    def reverse_over_inner(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
+        hvps = tuple(outer_gradient.result_of(x, None, (v, *cv)) for v in tangents)
+        return Result(lower=inner_gradient(x, *cv) if full else None, result=hvps)
 
-    return reverse_over_inner
+    return Kernel(reverse_over_inner)

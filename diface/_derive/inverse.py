@@ -24,7 +24,8 @@ from typing import Any
 
 from .._arrays import NUMPY
 from .._errors import ArgumentError, NotSupportedError
-from .._problem import Kernel, Problem, size_of
+from .._kernel import Kernel
+from .._problem import Problem, size_of
 from .inverse_dense import dense_inverse
 from .inverse_krylov import krylov_inverse
 from .linearized import linearized_products, same_point_products
@@ -70,13 +71,12 @@ class InverseSolver:
 
 def derive_inverse(backend: Any, problem: Problem, forward: bool, same_point: bool, solver: InverseSolver) -> Kernel:
     """The kernel of `inverse_pushforward` (`forward`) or `inverse_pullback` on `problem`, by
-    `solver.method`; the kernel's `method` attribute names the method it uses."""
+    `solver.method`; the kernel's `method` names the method it uses."""
     where = "inverse_pushforward" if forward else "inverse_pullback"
     method, make = _inverse_linearizer(backend, problem, forward, solver, where)
     # an inverse linearizer is a linearizer of J⁻¹: the products of one, at any point or at one point
     kernel = same_point_products(make, problem, forward) if same_point else linearized_products(make, problem, forward)
-    kernel.method = method  # type: ignore[attr-defined]
-    return kernel
+    return kernel.replace(method=method)
 
 
 def _inverse_linearizer(
@@ -102,7 +102,5 @@ def _inverse_linearizer(
 def _dense_pays(backend: Any, problem: Problem) -> bool:
     if size_of(problem.x_shape) <= DENSE_MAX:
         return True
-    from .._sparse._autosparse import AutoSparse
-
     # a SciPy sparse Jacobian: splu's cost follows the fill-in, not n³ (torch and JAX densify theirs)
-    return isinstance(backend, AutoSparse) and problem.ops is NUMPY
+    return backend.sparse_results and problem.ops is NUMPY

@@ -69,12 +69,12 @@ def dense_inverse(backend: Any, problem: Problem, where: str) -> Callable[[Any, 
     ops = problem.ops
     n, m = size_of(problem.x_shape), size_of(problem.y_spec[0])
     jacobian = backend.prepare_jacobian(problem)
-    layout = getattr(jacobian, "sparse", None)
+    layout = jacobian.layout
     # a pivot is zero to the accuracy of J's entries: eps for exact engines, more for finite differences
     accuracy = backend.accuracy_exponent
 
     def make(x: Any, cv: tuple, y: Any) -> Factored:
-        value, jac = jacobian(x, None, cv, y, True)
+        value, _, jac = jacobian.run(x, None, cv, y, True)
         if n == 0:
             solve = None
         elif layout is not None and ops is NUMPY:

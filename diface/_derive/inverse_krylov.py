@@ -140,7 +140,7 @@ def krylov_inverse(
 
     def make_with_kernel(x: Any, cv: tuple, y: Any) -> KrylovSolve:
         def product(stacked: Any) -> Any:
-            return ops.stack(list(kernel(x, tuple(ops.unstack(stacked)), cv, y, False)[1]))
+            return ops.stack(list(kernel.result_of(x, tuple(ops.unstack(stacked)), cv, y)))
 
         def value() -> Any:
             return problem.evaluate(x, cv, y)

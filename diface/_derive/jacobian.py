@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._problem import Kernel, Problem, size_of
+from .._kernel import Kernel, Result
+from .._problem import Problem, size_of
 from ._sweep import Basis, chunk_size, kernels_per_chunk, sweep_kernels, sweep_linearization
 from .mode import choose_kernel, sweep_mode
 
@@ -41,21 +42,21 @@ def jacobian_in(backend: Any, problem: Problem, mode: str) -> Kernel:
 
     if linearizer is not None:
 
-        def linearized_jacobian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+        def linearized_jacobian(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
             lin = linearizer(x, cv, y)
-            return lin.value, sweep_linearization(lin, forward, basis, out_shape, dtype, ops)
+            return Result(lin.value, result=sweep_linearization(lin, forward, basis, out_shape, dtype, ops))
 
-        return linearized_jacobian_kernel
+        return Kernel(linearized_jacobian)
 
     prepare = backend.prepare_pushforward if forward else backend.prepare_pullback
     kernels = kernels_per_chunk(basis, lambda seeds: prepare(problem, seeds))
 
-    def jacobian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    def jacobian(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         first, jac = sweep_kernels(basis, kernels, forward, x, cv, y, full, out_shape, dtype, ops)
         if first is not None:
-            return first[0], jac
+            return Result(first.value, result=jac)
         # empty input or output space: nothing to sweep, but the value (and y) are still owed
         value = problem.evaluate(x, cv, y) if (full or y is not None) else None
-        return value, jac
+        return Result(value, result=jac)
 
-    return jacobian_kernel
+    return Kernel(jacobian)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._kernel import Kernel, Result
 from .._linearization import Linearizer
-from .._problem import Kernel, Problem
+from .._problem import Problem
 from ._per_thread import PerThread
 
 __all__ = ["linearized_products", "same_point_products"]
@@ -16,12 +17,12 @@ def linearized_products(linearizer: Linearizer, problem: Problem, forward: bool)
     to the whole batch of tangents at once."""
     ops = problem.ops
 
-    def products_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+    def products(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
         lin = linearizer(x, cv, y)
         results = (lin.push if forward else lin.pull)(ops.stack(list(tangents)))
-        return lin.value, tuple(ops.unstack(results))
+        return Result(lin.value, result=tuple(ops.unstack(results)))
 
-    return products_kernel
+    return Kernel(products)
 
 
 def same_point_products(linearizer: Linearizer, problem: Problem, forward: bool) -> Kernel:
@@ -32,7 +33,7 @@ def same_point_products(linearizer: Linearizer, problem: Problem, forward: bool)
     kept = PerThread(lambda: linearizer(problem.x, problem.context_values, None if y is None else ops.copy(y)))
     kept.get()
 
-    def same_point_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+    def same_point(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
         lin = kept.get()
         results = (lin.push if forward else lin.pull)(ops.stack(list(tangents)))
         if y is not None:
@@ -40,6 +41,6 @@ def same_point_products(linearizer: Linearizer, problem: Problem, forward: bool)
             value = y
         else:
             value = ops.copy(lin.value) if full else None
-        return value, tuple(ops.unstack(results))
+        return Result(value, result=tuple(ops.unstack(results)))
 
-    return same_point_kernel
+    return Kernel(same_point)

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import ArgumentError
-from .._problem import Kernel, Problem, size_of
+from .._kernel import Kernel
+from .._problem import Problem, size_of
 
 __all__ = ["AUTO", "CLOSE", "choose_kernel", "preferred_mode", "sweep_mode"]
 
@@ -66,15 +67,8 @@ def choose_kernel(backend: Any, problem: Problem, build: Callable[[str], Kernel]
     for _ in range(repeats):
         for mode, kernel in kernels.items():
             start = time.perf_counter()
-            result = kernel(problem.x, None, problem.context_values, scratch, False)
-            _wait(result)
+            result = kernel.run(problem.x, None, problem.context_values, scratch, False)
+            problem.ops.block_until_ready(result.result)
             best[mode] = min(best[mode], time.perf_counter() - start)
     return kernels[min(best, key=best.get)]
 
-
-def _wait(result: Any) -> None:
-    """Block until an asynchronous result (JAX) is computed, so that the timing covers it."""
-    for r in result if isinstance(result, tuple) else (result,):
-        ready = getattr(r, "block_until_ready", None)
-        if ready is not None:
-            ready()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._problem import Kernel, Problem
+from .._kernel import Kernel, Result
+from .._problem import Problem
 
 __all__ = ["derive_second_derivative"]
 
@@ -17,13 +18,13 @@ def derive_second_derivative(outer: Any, inner: Any, problem: Problem) -> Kernel
     derivative = inner.prepare_derivative(problem)
 
     def inner_derivative(x: Any, *cv: Any) -> Any:
-        return derivative(x, None, cv, None, False)[1]
+        return derivative.result_of(x, None, cv)
 
     d_spec = (y_shape, ops.result_type(problem.x_dtype, y_dtype))
     outer_derivative = outer.prepare_derivative(problem.derived(inner_derivative, d_spec))
 
-    def second_derivative_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
-        d, d2 = outer_derivative(x, None, cv, None, full)
-        return (problem.evaluate(x, cv) if full else None), d, d2
+    def second_derivative(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
+        d, _, d2 = outer_derivative.run(x, None, cv, None, full)
+        return Result(problem.evaluate(x, cv) if full else None, d, d2)
 
-    return second_derivative_kernel
+    return Kernel(second_derivative)

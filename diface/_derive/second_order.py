@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._kernel import Kernel, Result
 from .._linearization import Linearization, Linearizer
-from .._problem import Kernel, Problem, size_of
+from .._problem import Problem, size_of
 from ._per_thread import PerThread
 from ._sweep import Basis, chunk_size, sweep_linearization
 from .hessian import derive_hessian
@@ -59,11 +60,11 @@ class SecondOrderPlan:
     def hvp(self, tangents: tuple) -> Kernel:
         """`H v` for each tangent: one batch of products on one linearization per call."""
 
-        def hvp_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+        def hvp(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
             lin = self.linearize(x, cv)
-            return None, (lin.value if full else None), self._products(lin, tangents)
+            return Result(lower=lin.value if full else None, result=self._products(lin, tangents))
 
-        return hvp_kernel
+        return Kernel(hvp)
 
     def hvp_same_point(self, tangents: tuple) -> Kernel:
         """Products on the linearization at the preparation's point, made once (per thread where the
@@ -72,11 +73,11 @@ class SecondOrderPlan:
         kept = PerThread(lambda: self.linearize(problem.x, problem.context_values))
         kept.get()  # made now: the preparation does the work
 
-        def hvp_same_point_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+        def hvp_same_point(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
             lin = kept.get()
-            return None, (problem.ops.copy(lin.value) if full else None), self._products(lin, tangents)
+            return Result(lower=problem.ops.copy(lin.value) if full else None, result=self._products(lin, tangents))
 
-        return hvp_same_point_kernel
+        return Kernel(hvp_same_point)
 
     def hessian(self) -> Kernel:
         """H (shape `x.shape + x.shape`): the products with the basis of x, in chunks that stay within
@@ -88,14 +89,14 @@ class SecondOrderPlan:
         basis = Basis(ops, x_shape, problem.x_dtype, problem.x, chunk_size(n, n, n * n), n * n)
         forward = self.mode == "forward"
 
-        def hessian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+        def hessian(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
             lin = self.linearize(x, cv)
             hess = sweep_linearization(lin, forward, basis, x_shape + x_shape, dtype, ops)
             if not full:
-                return None, None, hess
-            return self._value(lin, x, cv), lin.value, hess
+                return Result(result=hess)
+            return Result(self._value(lin, x, cv), lin.value, hess)
 
-        return hessian_kernel
+        return Kernel(hessian)
 
     def second_derivative(self) -> Kernel:
         """d2y/dx2 (shaped like y) for a scalar x: the linearized derivative map applied to 1 (forward),
@@ -108,15 +109,15 @@ class SecondOrderPlan:
         one = ops.reshape(ops.astype(ops.asarray(1.0, like=problem.x), problem.x_dtype), (1,))
         basis = Basis(ops, y_shape, dtype, problem.x, chunk_size(m, 1, m), m)
 
-        def second_derivative_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+        def second_derivative(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
             lin = self.linearize(x, cv)
             if self.mode == "forward":
                 d2 = ops.reshape(lin.push(one), y_shape)
             else:
                 d2 = sweep_linearization(lin, False, basis, y_shape, dtype, ops)
-            return (self._value(lin, x, cv) if full else None), lin.value, d2
+            return Result(self._value(lin, x, cv) if full else None, lin.value, d2)
 
-        return second_derivative_kernel
+        return Kernel(second_derivative)
 
 
 def first_derivative(inner: Any, problem: Problem) -> tuple[Kernel, tuple[tuple, Any]]:
@@ -144,7 +145,7 @@ class LinearizedComposition(SecondOrderPlan):
         kernel, spec = first_derivative(inner, problem)
 
         def derivative(x: Any, *cv: Any) -> Any:
-            return kernel(x, None, cv, None, False)[1]
+            return kernel.result_of(x, None, cv)
 
         derived = problem.derived(derivative, spec)
         for mode in ("forward", "reverse"):

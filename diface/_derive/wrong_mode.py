@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._problem import Kernel, Problem, size_of
+from .._kernel import Kernel, Result
+from .._problem import Problem, size_of
 from .linearized import linearized_products
 
 __all__ = ["derive_pullback", "derive_pushforward"]
@@ -42,13 +43,13 @@ def _through_jacobian(backend: Any, problem: Problem, needs: str, transpose: boo
     # J has shape (m, n): J @ t maps x-space to y-space, t @ J maps y-space to x-space
     t_size, out_shape = (m, x_shape) if transpose else (n, y_shape)
 
-    def product_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-        value, jac = jacobian(x, None, cv, y, full)
+    def products(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
+        value, _, jac = jacobian.run(x, None, cv, y, full)
         jac = ops.reshape(jac, (m, n))
         results = []
         for t in tangents:
             t = ops.reshape(t, (t_size,))
             results.append(ops.reshape(ops.matmul(t, jac) if transpose else ops.matmul(jac, t), out_shape))
-        return value, tuple(results)
+        return Result(value, result=tuple(results))
 
-    return product_kernel
+    return Kernel(products)

@@ -37,8 +37,10 @@ from typing import Any, ClassVar
 from .._arrays import ArrayOps, ops_for
 from .._backend import Backend
 from .._derive import derive_jacobian
+from .._engines import register_engine
 from .._errors import ArgumentError, NotSupportedError, ShapeError
-from .._problem import Kernel, Problem, check_output, dtype_of, shape_of, size_of
+from .._kernel import Kernel, Result
+from .._problem import Problem, check_output, dtype_of, shape_of, size_of
 from ._finitediff._batched import EvaluationCount, prepare_batched_jacobian, prepare_batched_pushforward
 from ._finitediff._evaluator import Evaluator, perturbations
 from ._finitediff._mappers import check_executor
@@ -103,7 +105,6 @@ class AutoFiniteDiff(Backend):
     mode: ClassVar[str] = "forward"
     supports_inplace: ClassVar[bool] = True
     max_batch_size: ClassVar[int] = 16
-    cli_name: ClassVar[str] = "finitediff"
 
     def __post_init__(self) -> None:
         if self.method not in _METHODS:
@@ -202,10 +203,10 @@ class AutoFiniteDiff(Backend):
         dtype = ops.result_type(x_dtype, problem.y_spec[1])
         empty = size_of(problem.x_shape) == 0
 
-        def pushforward_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+        def pushforward(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
             if empty:  # no direction to step in: J is (m, 0) and every J t is zero
                 fx = evaluate.problem.evaluate(x, cv, y) if (full or y is not None) else None
-                return fx, tuple(ops.zeros(y_shape, dtype, x) for _ in tangents)
+                return Result(fx, result=tuple(ops.zeros(y_shape, dtype, x) for _ in tangents))
             scratch = evaluate.scratch()
             fx = evaluate.at_point(x, cv, y, full)
             shifted_cv = scratch.contexts(cv)
@@ -220,11 +221,10 @@ class AutoFiniteDiff(Backend):
                 point = lambda s, t=t, d=shift: x + (s * d) * t
                 results.append(evaluate.quotient(method, point, fx, quotient_step, shifted_cv, scratch))
             evaluate.finish(x, cv, y, fx)
-            return (fx if full else None), tuple(results)
+            return Result(fx if full else None, result=tuple(results))
 
         points = _SIDES[method] * len(tangents) + (evaluate.needs_fx and not same_point)
-        pushforward_kernel.evaluations = EvaluationCount(points, points)  # type: ignore[attr-defined]
-        return pushforward_kernel
+        return Kernel(pushforward, evaluations=EvaluationCount(points, points))
 
     # -- jacobian (and gradient, derivative): one component at a time --------------------------------
     def prepare_jacobian(self, problem: Problem) -> Kernel:
@@ -242,7 +242,7 @@ class AutoFiniteDiff(Backend):
         work_dtype = ops.complex_dtype(problem.x_dtype) if method == "complex" else problem.x_dtype
         dtype = ops.result_type(problem.x_dtype, problem.y_spec[1])
 
-        def jacobian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+        def jacobian(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
             scratch = evaluate.scratch()
             fx = evaluate.at_point(x, cv, y, full)
             shifted_cv = scratch.contexts(cv)
@@ -264,11 +264,10 @@ class AutoFiniteDiff(Backend):
                 )
             evaluate.finish(x, cv, y, fx)
             jac = ops.reshape(ops.stack(columns, axis=-1), out_shape) if n else ops.zeros(out_shape, dtype, x)
-            return (fx if full else None), jac
+            return Result(fx if full else None, result=jac)
 
         points = _SIDES[method] * n + evaluate.needs_fx
-        jacobian_kernel.evaluations = EvaluationCount(points, points)  # type: ignore[attr-defined]
-        return jacobian_kernel
+        return Kernel(jacobian, evaluations=EvaluationCount(points, points))
 
     def prepare_gradient(self, problem: Problem) -> Kernel:
         return self.prepare_jacobian(problem)
@@ -278,3 +277,6 @@ class AutoFiniteDiff(Backend):
 
 
 _TINY = 1e-30  # floor of |t| in the step along t (keeps h finite for a zero tangent)
+
+
+register_engine(AutoFiniteDiff, name="finitediff", namespace="numpy")

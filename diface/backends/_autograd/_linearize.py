@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..._arrays import NUMPY
+from ..._kernel import Kernel, Result
 from ..._linearization import Linearization, Linearizer
-from ..._problem import Kernel, dtype_of, shape_of, size_of
+from ..._problem import dtype_of, shape_of, size_of
 from . import _forward
 from ._forward import Recording, jvp
 from ._internals import AG
@@ -141,15 +142,15 @@ def eager_pushforward(f: Callable, linearized: Kernel, strict: bool) -> Kernel:
     on `forward_linearizer`) where a JVP rule is missing, unless `strict`."""
     eager = [True]
 
-    def eager_pushforward_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+    def eager_pushforward(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
         if eager[0]:
             try:
                 value, t = jvp(bound(f, cv), x, tangents[0])
-                return value, (fresh(t, tangents[0]),)
+                return Result(value, result=(fresh(t, tangents[0]),))
             except NoJVPRule:
                 if strict:
                     raise
                 eager[0] = False
-        return linearized(x, tangents, cv, y, full)
+        return linearized.run(x, tangents, cv, y, full)
 
-    return eager_pushforward_kernel
+    return linearized.replace(run=eager_pushforward)

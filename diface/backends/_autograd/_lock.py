@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..._problem import Kernel
+from ..._kernel import Kernel, Result, Run
 from ._internals import load
 
 __all__ = ["TRACING", "locked", "serialized"]
@@ -43,17 +43,24 @@ def serialized(prepare: Callable) -> Callable:
         with TRACING:
             load()
             kernel = prepare(self, *args)
-        if getattr(kernel, "serialized", False):  # from another serialized method
+        if isinstance(kernel.run, _Serialized):  # from another serialized method
             return kernel
-
-        def serialized_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
-            with TRACING:
-                return kernel(x, extra, cv, y, full)
-
-        serialized_kernel.serialized = True  # type: ignore[attr-defined]
-        return serialized_kernel
+        return kernel.replace(run=_Serialized(kernel.run))
 
     return serialized_prepare
+
+
+class _Serialized:
+    """A kernel's run, holding `TRACING` while it runs."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def __call__(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
+        with TRACING:
+            return self.run(x, extra, cv, y, full)
 
 
 def locked(fn: Callable) -> Callable:

@@ -28,8 +28,9 @@ import numpy as np
 from ..._arrays import NUMPY
 from ..._derive import SecondOrderPlan
 from ..._derive._sweep import Basis, sweep_linearization
+from ..._kernel import Kernel, Result
 from ..._linearization import Linearization
-from ..._problem import Kernel, Problem, size_of
+from ..._problem import Problem, size_of
 from ._box_ops import box_ops
 from ._forward import Recording, jvp
 from ._internals import AG
@@ -141,11 +142,11 @@ class ForwardOver(AutogradPlan):
     def _eager_hvp(self) -> Kernel:
         """One tangent: pushed through the derivative as it is traced (one trace, as `make_jvp`)."""
 
-        def eager_hvp_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+        def eager_hvp(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
             g, hv = jvp(self.derivative(cv, [None]), x, tangents[0], self.hint)
-            return None, (fresh(g, self.seed) if full else None), (fresh(hv, tangents[0]),)
+            return Result(lower=fresh(g, self.seed) if full else None, result=(fresh(hv, tangents[0]),))
 
-        return eager_hvp_kernel
+        return Kernel(eager_hvp)
 
 
 class ReverseOver(AutogradPlan):
@@ -169,7 +170,7 @@ class ReverseOverForward(ReverseOver):
     def hvp(self, tangents: tuple) -> Kernel:
         f, hint, seed = self.problem.f, self.hint, self.seed
 
-        def reverse_over_forward_hvp_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+        def reverse_over_forward_hvp(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
             fun = bound(f, cv)
             hvps = []
             for v in tangents:
@@ -179,9 +180,9 @@ class ReverseOverForward(ReverseOver):
 
                 hvps.append(fresh(Tape(directional, x).pull(seed), v))
             gradient = fresh(self.derivative(cv, [None])(x), seed) if full else None
-            return None, gradient, tuple(hvps)
+            return Result(lower=gradient, result=tuple(hvps))
 
-        return reverse_over_forward_hvp_kernel
+        return Kernel(reverse_over_forward_hvp)
 
     def hvp_same_point(self, tangents: tuple) -> Kernel:
         return self.hvp(tangents)
@@ -232,16 +233,16 @@ class DefaultPlan(ForwardOver):
     def _eager_hvp(self) -> Kernel:
         eager = super()._eager_hvp()
 
-        def eager_hvp_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+        def eager_hvp(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
             if self.fallback is None:
                 try:
-                    return eager(x, tangents, cv, y, full)
+                    return eager.run(x, tangents, cv, y, full)
                 except NoJVPRule:
                     self._fall_back()
             lin = self.linearize(x, cv)
-            return None, (lin.value if full else None), self._products(lin, tangents)
+            return Result(lower=lin.value if full else None, result=self._products(lin, tangents))
 
-        return eager_hvp_kernel
+        return Kernel(eager_hvp)
 
 
 def _faster(problem: Problem, tangents: tuple, *kernels: Kernel, repeats: int = 5) -> Kernel:
@@ -252,7 +253,7 @@ def _faster(problem: Problem, tangents: tuple, *kernels: Kernel, repeats: int = 
     for round in range(repeats + 1):
         for i, kernel in enumerate(kernels):
             start = time.thread_time()
-            kernel(x, tangents, cv, None, False)
+            kernel.run(x, tangents, cv, None, False)
             if round:
                 best[i] = min(best[i], time.thread_time() - start)
     return kernels[best.index(min(best))]

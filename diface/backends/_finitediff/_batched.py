@@ -15,7 +15,8 @@ import numpy as np
 
 from ..._contexts import Cache
 from ..._errors import EvaluationError, NotSupportedError, ShapeError
-from ..._problem import Kernel, Problem, check_output, shape_of, size_of
+from ..._kernel import Kernel, Result
+from ..._problem import Problem, check_output, shape_of, size_of
 from ._evaluator import Evaluator, perturbations
 from ._mappers import Task, check_picklable, is_process_pool, mapper_for, run_tasks
 
@@ -121,10 +122,10 @@ def prepare_batched_jacobian(backend: Any, problem: Problem) -> Kernel:
 
         return label
 
-    def batched_jacobian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    def batched_jacobian(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         if n == 0:
             fx = problem.evaluate(x, cv, y) if (full or y is not None) else None
-            return fx, ops.zeros(out_shape, dtype, x)
+            return Result(fx, result=ops.zeros(out_shape, dtype, x))
         flat_x = ops.reshape(x, (n,))
         up, down, steps = perturbations(ops, flat_x, factor, method)
         # row i of each block: x with component i replaced (exactly: x * 1 + 0 and x * 0 + v)
@@ -146,11 +147,10 @@ def prepare_batched_jacobian(backend: Any, problem: Problem) -> Kernel:
         if y is not None:
             ops.copyto(y, fx)
             fx = y
-        return (fx if full else None), ops.reshape(ops.moveaxis(q, 0, -1), out_shape)
+        return Result(fx if full else None, result=ops.reshape(ops.moveaxis(q, 0, -1), out_shape))
 
     base_points = int(evaluate.needs_fx)
-    batched_jacobian_kernel.evaluations = _count(backend, len(sides) * n + base_points, base_points)  # type: ignore[attr-defined]
-    return batched_jacobian_kernel
+    return Kernel(batched_jacobian, evaluations=_count(backend, len(sides) * n + base_points, base_points))
 
 
 def prepare_batched_pushforward(backend: Any, problem: Problem, tangents: tuple, same_point: bool) -> Kernel:
@@ -174,10 +174,10 @@ def prepare_batched_pushforward(backend: Any, problem: Problem, tangents: tuple,
 
         return label
 
-    def batched_pushforward_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+    def batched_pushforward(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
         if empty or not tangents:
             fx = evaluate.problem.evaluate(x, cv, y) if (full or y is not None) else None
-            return fx, tuple(ops.zeros(y_shape, dtype, x) for _ in tangents)
+            return Result(fx, result=tuple(ops.zeros(y_shape, dtype, x) for _ in tangents))
         points, steps = [], []
         for t in tangents:
             size = ops.max(ops.abs(t))
@@ -206,12 +206,11 @@ def prepare_batched_pushforward(backend: Any, problem: Problem, tangents: tuple,
                 results.append((fx - values[j]) / step)
             else:
                 results.append(ops.imag(values[j]) / step + 0 * fx)
-        return (fx if full else None), tuple(results)
+        return Result(fx if full else None, result=tuple(results))
 
     base_points = int(evaluate.needs_fx and not same_point)
     n_points = len(sides) * len(tangents) + base_points
-    batched_pushforward_kernel.evaluations = _count(backend, n_points, base_points)  # type: ignore[attr-defined]
-    return batched_pushforward_kernel
+    return Kernel(batched_pushforward, evaluations=_count(backend, n_points, base_points))
 
 
 def _count(backend: Any, points: int, base: int) -> EvaluationCount:

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError
-from ..._problem import Kernel, Problem
+from ..._kernel import Kernel, Result
+from ..._problem import Problem
 
 __all__ = [
     "cast",
@@ -17,62 +18,49 @@ __all__ = [
     "is_traceable",
     "linear_kernel",
     "make_kernel",
+    "direct_kernel",
     "result_dtype",
-    "x_only_kernel",
 ]
 
 
-def make_kernel(
-    problem: Problem, program: Callable[[bool], Callable], extra: Any, jit: bool, entries: int = 2
-) -> Kernel:
-    """The kernel running `program(full)(x, extra, cv)`, which returns `entries` results: two programs
-    (plain and full variant), compiled now when `jit` (never for a single-use preparation)."""
+def make_kernel(problem: Problem, program: Callable[[bool], Callable], extra: Any, jit: bool) -> Kernel:
+    """The kernel running `program(full)(x, extra, cv) -> Result`: two programs (plain and full variant),
+    compiled now when `jit` (never for a single-use preparation)."""
     jit = jit and not problem.single_use
     dtype = result_dtype(problem)
     full = compiled(casting(program(True), dtype), problem, extra, jit)
     plain_run = casting(program(False), dtype)
-    if jit and extra is None and not problem.contexts:
-        return x_only_kernel(plain_run, full, problem, entries, dtype)
+    if jit and extra is None and all(is_traceable(v) for v in problem.context_values):
+        return direct_kernel(plain_run, full, problem, dtype)
     plain = compiled(plain_run, problem, extra, jit)
 
-    def kernel(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> tuple:
+    def run(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> Result:
         return (full if full_variant else plain)(x, extra, cv)
 
-    kernel.result_dtype = dtype
-    kernel.accepts_numpy = jit  # a compiled program converts NumPy arguments itself, fast
-    return kernel
+    # a compiled program converts NumPy arguments itself, fast
+    return Kernel(run, result_dtype=dtype, accepts_numpy=jit)
 
 
-def x_only_kernel(plain: Callable, full: Callable, problem: Problem, entries: int, dtype: Any) -> Kernel:
-    """The hot path of operators without tangents or contexts (gradient, jacobian, hessian, ...): the
-    plain variant compiled as a function of `x` alone returning the result alone, the fewest
+def direct_kernel(plain: Callable, full: Callable, problem: Problem, dtype: Any) -> Kernel:
+    """The hot path of operators without tangents (gradient, jacobian, hessian, ...): the plain variant
+    compiled as a function of `x` and the context values returning the result alone, the fewest
     arguments and outputs for JAX's dispatch to handle."""
     import jax
 
-    program = jax.jit(lambda x: plain(x, None, ())[-1])
-    program.lower(problem.x).compile()
-    if entries == 2:
+    program = jax.jit(lambda x, cv: plain(x, None, cv).result)
+    program.lower(problem.x, problem.context_values).compile()
 
-        def first_order_kernel(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> tuple:
-            return full(x, extra, cv) if full_variant else (None, program(x))
+    def run(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> Result:
+        return full(x, extra, cv) if full_variant else Result(result=program(x, cv))
 
-        kernel = first_order_kernel
-    else:
-
-        def second_order_kernel(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> tuple:
-            return full(x, extra, cv) if full_variant else (None, None, program(x))
-
-        kernel = second_order_kernel
-    kernel.result_dtype = dtype
-    kernel.accepts_numpy = True
-    kernel.x_only = program  # the prepared plain call: one compiled dispatch, nothing around it
-    return kernel
+    # the prepared plain call: one compiled dispatch, nothing around it
+    return Kernel(run, result_dtype=dtype, accepts_numpy=True, direct=program)
 
 
-def linear_kernel(problem: Problem, values: tuple, linear: Any, apply: Callable, extra: tuple, jit: bool) -> Kernel:
+def linear_kernel(problem: Problem, values: Result, linear: Any, apply: Callable, extra: tuple, jit: bool) -> Kernel:
     """A same-point kernel: `apply(linear, tangents)`, where `linear` is a linearization (or a `vjp`)
-    kept from the point; `values`, computed at the point, complete the full variant (the primal
-    value first, then lower-order results)."""
+    kept from the point; `values` (the primal value and the lower-order result), computed at the point,
+    complete the full variant."""
     dtype = result_dtype(problem)
     program = lambda linear, extra: cast(apply(linear, extra), dtype)
     if jit:
@@ -80,15 +68,13 @@ def linear_kernel(problem: Problem, values: tuple, linear: Any, apply: Callable,
 
         program = jax.jit(program)
         program.lower(linear, extra).compile()
-    values = (values[0], *cast(values[1:], dtype))
-    nothing = (None,) * len(values)
+    values = values._replace(lower=cast(values.lower, dtype))
 
-    def same_point_kernel(x: Any, extra: tuple, cv: tuple, y: Any, full: bool) -> tuple:
-        return (*(values if full else nothing), program(linear, extra))
+    def same_point(x: Any, extra: tuple, cv: tuple, y: Any, full: bool) -> Result:
+        result = program(linear, extra)
+        return values._replace(result=result) if full else Result(result=result)
 
-    same_point_kernel.result_dtype = dtype
-    same_point_kernel.accepts_numpy = jit
-    return same_point_kernel
+    return Kernel(same_point, result_dtype=dtype, accepts_numpy=jit)
 
 
 def result_dtype(problem: Problem) -> Any:
@@ -104,11 +90,11 @@ def cast(results: Any, dtype: Any) -> Any:
 
 
 def casting(run: Callable, dtype: Any) -> Callable:
-    """`run(x, extra, cv) -> (value, *results)` with its results (not the value) cast to `dtype`."""
+    """`run(x, extra, cv) -> Result` with its derivatives (not the value) cast to `dtype`."""
 
-    def run_cast(x: Any, extra: Any, cv: tuple) -> tuple:
-        value, *results = run(x, extra, cv)
-        return (value, *cast(tuple(results), dtype))
+    def run_cast(x: Any, extra: Any, cv: tuple) -> Result:
+        r = run(x, extra, cv)
+        return Result(r.value, cast(r.lower, dtype), cast(r.result, dtype))
 
     return run_cast
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._derive import SecondOrderPlan
-from ..._problem import Kernel, Problem
+from ..._kernel import Kernel, Result
+from ..._problem import Problem
 from ._compile import linear_kernel, make_kernel
 from ._transforms import Seeds, bind, pull, pull_with, push, push_with, sweep, without_aux
 
@@ -41,15 +42,15 @@ class JaxNest(SecondOrderPlan):
         outer_mode = self.outer_mode
 
         def hvp(full: bool) -> Callable:
-            def run(x: Any, tangents: tuple, cv: tuple) -> tuple:
+            def run(x: Any, tangents: tuple, cv: tuple) -> Result:
                 gradient = without_aux(self.inner_derivative(cv))
                 # H is symmetric: a pullback of the gradient is a Hessian-vector product too
                 g, hvps, _ = (push if outer_mode == "forward" else pull)(gradient, x, tangents)
-                return None, (g if full else None), hvps
+                return Result(lower=g if full else None, result=hvps)
 
             return run
 
-        return make_kernel(self.problem, hvp, tangents, self.jit, entries=3)
+        return make_kernel(self.problem, hvp, tangents, self.jit)
 
     def hvp_same_point(self, tangents: tuple) -> Kernel:
         """Hessian-vector products at one point: the gradient linearized (forward outside) or its `vjp`
@@ -64,20 +65,20 @@ class JaxNest(SecondOrderPlan):
         else:
             g, linear = jax.vjp(gradient, problem.x)
             apply = pull_with
-        return linear_kernel(problem, (None, g), linear, apply, tangents, self.jit and not problem.single_use)
+        return linear_kernel(problem, Result(lower=g), linear, apply, tangents, self.jit and not problem.single_use)
 
     def _nested(self) -> Kernel:
         """The outer Jacobian of the inner derivative: the Hessian, or the second derivative."""
         outer_mode, seeds = self.outer_mode, self.seeds
 
         def nested(full: bool) -> Callable:
-            def run(x: Any, extra: Any, cv: tuple) -> tuple:
+            def run(x: Any, extra: Any, cv: tuple) -> Result:
                 d, d2, y = sweep(outer_mode, self.inner_derivative(cv), x, seeds, has_aux=True)
-                return (y, d, d2) if full else (None, None, d2)
+                return Result(y, d, d2) if full else Result(result=d2)
 
             return run
 
-        return make_kernel(self.problem, nested, None, self.jit, entries=3)
+        return make_kernel(self.problem, nested, None, self.jit)
 
     def hessian(self) -> Kernel:
         return self._nested()

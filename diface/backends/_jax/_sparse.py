@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..._problem import Kernel, Problem
+from ..._kernel import Kernel, Result
+from ..._problem import Problem
 from ..._sparse._plans import decompress
 from ._compile import make_kernel
 from ._transforms import bind
@@ -46,7 +47,7 @@ def sparse_jacobian_kernel(problem: Problem, coloring: Any, jit: bool) -> Kernel
     dtype = problem.ops.result_type(problem.x_dtype, y_dtype)
 
     def program(full: bool) -> Callable:
-        def run(x: Any, extra: Any, cv: tuple) -> tuple:
+        def run(x: Any, extra: Any, cv: tuple) -> Result:
             fn = bind(f, cv)
             B = C = None
             if n_rev:
@@ -56,8 +57,8 @@ def sparse_jacobian_kernel(problem: Problem, coloring: Any, jit: bool) -> Kernel
                 y, B = jax.vmap(lambda s: jax.jvp(fn, (x,), (s,)), out_axes=(None, 0))(jnp.asarray(forward))
                 B = B.reshape(n_fwd, -1)
             if not (n_fwd or n_rev):
-                return (fn(x) if full else None), jnp.zeros((0,), dtype)
-            return (y if full else None), decompress(plan, B, C, concat=jnp.concatenate)
+                return Result(fn(x) if full else None, result=jnp.zeros((0,), dtype))
+            return Result(y if full else None, result=decompress(plan, B, C, concat=jnp.concatenate))
 
         return run
 
@@ -65,8 +66,8 @@ def sparse_jacobian_kernel(problem: Problem, coloring: Any, jit: bool) -> Kernel
 
 
 def sparse_hessian_kernel(problem: Problem, coloring: Any, jit: bool) -> Kernel:
-    """Kernel `(x, extra, cv, y, full) -> (value, gradient, nonzeros)` (the first two None unless
-    `full`) from the Hessian products of a star coloring, forward over reverse."""
+    """The kernel of `Result(value, gradient, nonzeros)` (the first two None unless `full`) from the
+    Hessian products of a star coloring, forward over reverse."""
     import jax
     import jax.numpy as jnp
 
@@ -76,16 +77,16 @@ def sparse_hessian_kernel(problem: Problem, coloring: Any, jit: bool) -> Kernel:
     dtype = problem.ops.result_type(problem.x_dtype, problem.y_spec[1])
 
     def program(full: bool) -> Callable:
-        def run(x: Any, extra: Any, cv: tuple) -> tuple:
+        def run(x: Any, extra: Any, cv: tuple) -> Result:
             fn = bind(f, cv)
             if not count:
                 data = jnp.zeros((0,), dtype)
-                return (*jax.value_and_grad(fn)(x), data) if full else (None, None, data)
+                return Result(*jax.value_and_grad(fn)(x), data) if full else Result(result=data)
             gradient, hvp = jax.linearize(jax.grad(fn), x)
             products = jax.vmap(hvp)(jnp.asarray(seeds)).reshape(count, -1)
             data = decompress(plan, products, concat=jnp.concatenate)
-            return (fn(x), gradient, data) if full else (None, None, data)
+            return Result(fn(x), gradient, data) if full else Result(result=data)
 
         return run
 
-    return make_kernel(problem, program, None, jit, entries=3)
+    return make_kernel(problem, program, None, jit)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..._derive._sweep import chunk_size
 from ..._errors import NotSupportedError
+from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
 from ._graph import Traced
 from ._interpret import jvp, vjp
@@ -59,12 +60,16 @@ class _Kernel:
         twin.replays = self.replays.copy(self.compiled and not self.problem.single_use, twin._record, twin.prime)
         return twin
 
+    def kernel(self) -> Kernel:
+        """This kernel as the core takes it (copied with `copy`)."""
+        return Kernel(self.run, copy=lambda: self.copy().kernel())
+
     def prime(self, replay: Replay) -> Any:
         """Build the sweeps the calls will run (so that calls only run them); returns `replay.main`."""
         return None
 
     # -- calls -------------------------------------------------------------------------------------------
-    def __call__(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    def run(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         if holds(x) or holds(extra) or holds(cv):
             return self._on_traced(x, extra, cv, y, full)
         if not self.compiled:
@@ -77,9 +82,9 @@ class _Kernel:
             value = y
         elif full:
             value = fresh(fwd.output)
-        return value, self.replayed(replay, extra)
+        return Result(value, result=self.replayed(replay, extra))
 
-    def _unprepared(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    def _unprepared(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         rec = self.rec
         if not at_recorded_point(rec, x, cv):
             rec = self._record(x, cv, y)
@@ -89,9 +94,9 @@ class _Kernel:
         if y is not None:
             np.copyto(y, output)
         value = y if y is not None else output if full else None
-        return value, self.interpreted(tape, env, extra)
+        return Result(value, result=self.interpreted(tape, env, extra))
 
-    def _on_traced(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    def _on_traced(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         if y is not None:
             raise NotSupportedError("AutoTape cannot differentiate an in-place function f(y, x) inside a traced f")
         rec = self.rec
@@ -99,7 +104,7 @@ class _Kernel:
             rec = self._record(concrete(x), concrete(cv), y)
         tape = rec.tape
         env = traced_env(tape, x, cv)
-        return (env[tape.output] if full else None), self.interpreted(tape, env, extra)
+        return Result(env[tape.output] if full else None, result=self.interpreted(tape, env, extra))
 
     # -- per operator ------------------------------------------------------------------------------------
     def replayed(self, replay: Replay, extra: Any) -> Any:

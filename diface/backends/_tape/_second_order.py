@@ -19,8 +19,9 @@ import numpy as np
 
 from ..._derive import SecondOrderPlan
 from ..._derive._sweep import chunk_size
+from ..._kernel import Kernel, Result
 from ..._linearization import Linearization
-from ..._problem import Kernel, Problem, size_of
+from ..._problem import Problem, size_of
 from ._kernels import DerivativeKernel, GradientKernel
 from ._linearize import ReplayLinearization, TapeLinearizer
 from ._record import Recording, record
@@ -48,7 +49,7 @@ class TapeSecondOrder(SecondOrderPlan):
         primal: list = []
 
         def derivative(x: Any, *cv: Any) -> Any:
-            value, d = inner(x, None, cv, None, True)
+            value, _, d = inner.run(x, None, cv, None, True)
             primal.append(slot_of(x._tape, operand(value)))
             return d
 
@@ -62,15 +63,15 @@ class TapeSecondOrder(SecondOrderPlan):
     def hvp(self, tangents: tuple) -> Kernel:
         """One tangent at a time needs no stacking: its sweep has no batch axis."""
 
-        def hvp_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+        def hvp(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
             lin = self.linearize(x, cv)
             if len(tangents) == 1 and isinstance(lin, ReplayLinearization):
                 products = (lin.product(tangents[0]),)
             else:
                 products = self._products(lin, tangents)
-            return None, (lin.value if full else None), products
+            return Result(lower=lin.value if full else None, result=products)
 
-        return hvp_kernel
+        return Kernel(hvp)
 
     def hessian(self) -> Kernel:
         problem = self.problem
@@ -83,12 +84,12 @@ class TapeSecondOrder(SecondOrderPlan):
         fixed = len(bounds) == 1 or n * n <= FIXED_SEEDS
         traced: list = []  # the core's kernel, for calls on traced arrays (third order), made if needed
 
-        def hessian_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+        def hessian(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
             lin = self.linearize(x, cv)
             if not isinstance(lin, ReplayLinearization):
                 if not traced:
                     traced.append(SecondOrderPlan.hessian(self))
-                return traced[0](x, extra, cv, y, full)
+                return traced[0].run(x, extra, cv, y, full)
             hess = np.empty((n, n), dtype)
             for lo, hi in bounds:
                 k = hi - lo
@@ -101,7 +102,7 @@ class TapeSecondOrder(SecondOrderPlan):
                 hess[:, lo:hi] = np.reshape(sweep.run(), (k, n)).T
             hess = hess.reshape(x_shape + x_shape)
             if not full:
-                return None, None, hess
-            return lin.primal, lin.value, hess
+                return Result(result=hess)
+            return Result(lin.primal, lin.value, hess)
 
-        return hessian_kernel
+        return Kernel(hessian)

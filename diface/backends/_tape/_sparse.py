@@ -22,7 +22,7 @@ __all__ = ["SparseJacobianKernel"]
 
 
 class SparseJacobianKernel(_Kernel):
-    """`(value or None, nonzeros)` of J in the coloring's pattern (CSR order)."""
+    """`Result(value or None, result=nonzeros)` of J in the coloring's pattern (CSR order)."""
 
     compile_single_use = True
 

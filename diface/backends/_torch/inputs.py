@@ -21,7 +21,8 @@ import numpy as np
 
 from ..._contexts import Cache
 from ..._errors import ArgumentError, PreparationMismatchError
-from ..._problem import Kernel, Problem
+from ..._kernel import Kernel, Result
+from ..._problem import Problem
 from .modes import outside_inference_mode, torch
 
 __all__ = ["META", "check_writable", "context_tensor", "from_numpy", "guarded", "prepared", "private", "usable"]
@@ -161,15 +162,15 @@ def prepared(
     with outside_inference_mode():
         problem = fitted(problem)
         kernel = build(problem) if tangents is None else build(problem, usable_all(tangents, device, label))
-    return guarded(kernel, problem, label, x_only=tangents is None)
+    return guarded(kernel, problem, label, direct=tangents is None)
 
 
-def guarded(kernel: Kernel, problem: Problem, label: str, x_only: bool = False) -> Kernel:
+def guarded(kernel: Kernel, problem: Problem, label: str, direct: bool = False) -> Kernel:
     """`kernel` called outside inference mode, on x and tangents made `usable` (NumPy arrays shared with
     torch), NumPy contexts as tensors, after checking y: every argument is checked before anything runs.
     The usual tensor (contiguous, on the kernel's device, not an inference tensor) is told apart by three
-    attribute reads. With `x_only`, the kernel also offers the core its plain call on x alone, whose
-    result it casts to the result dtype."""
+    attribute reads. With `direct`, the kernel also offers the core its plain call on x and the context
+    values alone, whose result it casts to the result dtype."""
     t = torch()
     device = problem.x.device
     inference_mode, no_inference_mode = t.is_inference_mode_enabled, t.inference_mode
@@ -178,7 +179,9 @@ def guarded(kernel: Kernel, problem: Problem, label: str, x_only: bool = False) 
     cpu = device.type == "cpu"
     on_device = lambda a: a.device == device
 
-    def guarded_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    run = kernel.run
+
+    def guarded_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         if inference_mode():
             with no_inference_mode(False):
                 return guarded_kernel(x, extra, cv, y, full)
@@ -200,15 +203,15 @@ def guarded(kernel: Kernel, problem: Problem, label: str, x_only: bool = False) 
             cv = tuple(from_numpy(v) if isinstance(v, ndarray) else tensors_within(v) for v in cv)
         if y is not None:
             check_writable(y, "y")
-        return kernel(x, extra, cv, y, full)
+        return run(x, extra, cv, y, full)
 
-    guarded_kernel.accepts_numpy = True  # NumPy arrays are shared with torch here, for about a microsecond
-    if x_only:
+    plain = None
+    if direct:
         dtype = problem.ops.result_type(problem.x_dtype, problem.y_spec[1])
 
-        def plain(x: Any) -> Any:
-            d = guarded_kernel(x, None, (), None, False)[-1]
+        def plain(x: Any, cv: tuple) -> Any:
+            d = guarded_kernel(x, None, cv, None, False).result
             return d if d.dtype == dtype else d.to(dtype)
 
-        guarded_kernel.x_only = plain
-    return guarded_kernel
+    # NumPy arrays are shared with torch here, for about a microsecond
+    return Kernel(guarded_kernel, result_dtype=kernel.result_dtype, accepts_numpy=True, direct=plain)

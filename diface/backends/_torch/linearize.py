@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..._arrays import framework_ops
+from ..._kernel import Kernel, Result
 from ..._linearization import Linearization, Linearizer
-from ..._problem import Kernel, Problem, size_of
+from ..._problem import Problem, size_of
 from .batching import SAMPLE, Batching
 from .function import Function
 from .modes import FORWARD_AD, grad_mode, quiet, torch
@@ -103,16 +104,16 @@ def gradient_kernel(problem: Problem) -> Kernel:
     fn = Function(problem)
     grad, grad_enabled, enable_grad, zeros_like = t.autograd.grad, t.is_grad_enabled, t.enable_grad, t.zeros_like
 
-    def gradient_kernel(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    def gradient(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         if not grad_enabled():
             with enable_grad():
-                return gradient_kernel(x, extra, cv, y, full)
+                return gradient(x, extra, cv, y, full)
         leaf = x.detach().requires_grad_()
         out = fn(leaf, cv, y)
         g = grad(out, leaf, allow_unused=True)[0] if out.requires_grad else None
-        return (out.detach() if full or y is not None else None), (zeros_like(x) if g is None else g)
+        return Result(out.detach() if full or y is not None else None, result=zeros_like(x) if g is None else g)
 
-    return gradient_kernel
+    return Kernel(gradient)
 
 
 def reverse_linearizer(problem: Problem, batch: int | None = None) -> Linearizer:

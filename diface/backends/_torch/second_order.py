@@ -27,8 +27,9 @@ from typing import Any
 
 from ..._derive import SecondOrderPlan
 from ..._derive._sweep import Basis, chunk_size
+from ..._kernel import Kernel, Result
 from ..._linearization import Linearization
-from ..._problem import Kernel, Problem, size_of
+from ..._problem import Problem, size_of
 from .batching import INF, Batching, vmap_threshold
 from .function import Function, vjp, zeros_if_none
 from .inputs import guarded, private
@@ -75,8 +76,8 @@ class TorchPlan(SecondOrderPlan):
             lin = self.linearize(self.problem.x, self.problem.context_values)
             self.batching.decide(lin.one, lin.many, basis_sample(n, shape, dtype, self.problem.x), grad_mode)
 
-    def guard(self, kernel: Kernel, x_only: bool = False) -> Kernel:
-        return guarded(kernel, self.problem, "a tangent", x_only)
+    def guard(self, kernel: Kernel, direct: bool = False) -> Kernel:
+        return guarded(kernel, self.problem, "a tangent", direct)
 
     # -- kernels ---------------------------------------------------------------------------------
     def hvp(self, tangents: tuple) -> Kernel:
@@ -85,12 +86,12 @@ class TorchPlan(SecondOrderPlan):
         if len(tangents) > 1:
             self.decide(self.problem.x_shape, self.problem.x_dtype)
 
-        def hvp_kernel(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> tuple:
+        def hvp(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
             lin = self.linearize(x, cv)
             products = (lin.final(tangents[0]),) if len(tangents) == 1 else self._products(lin, tangents)
-            return None, (lin.value if full else None), products
+            return Result(lower=lin.value if full else None, result=products)
 
-        return self.guard(hvp_kernel)
+        return self.guard(Kernel(hvp))
 
     def hvp_same_point(self, tangents: tuple) -> Kernel:
         """The core's, on copies of x and the contexts: the graph kept across calls must not see what the
@@ -104,13 +105,13 @@ class TorchPlan(SecondOrderPlan):
     def hessian(self) -> Kernel:
         self.decide(self.problem.x_shape, self.problem.x_dtype)
         with outside_inference_mode():
-            return self.guard(super().hessian(), x_only=True)
+            return self.guard(super().hessian(), direct=True)
 
     def second_derivative(self) -> Kernel:
         if self.mode == "reverse":
             self.decide(self.problem.y_spec[0], self.problem.x_dtype)
         with outside_inference_mode():
-            return self.guard(super().second_derivative(), x_only=True)
+            return self.guard(super().second_derivative(), direct=True)
 
     # -- helpers for the subclasses ----------------------------------------------------------------
     def derivative_graph(self, out: Any, leaf: Any, create: bool) -> Any:
@@ -251,7 +252,7 @@ class _DirectionalGradient(_ForwardProducts):
             return func.vmap(hvp)(vs)
 
     def _inner(self) -> None:
-        self._primal, self._value = self.plan.inner_gradient()(self.x, None, self.cv, None, True)
+        self._primal, _, self._value = self.plan.inner_gradient().run(self.x, None, self.cv, None, True)
 
     @property
     def value(self) -> Any:  # type: ignore[override]
@@ -418,7 +419,7 @@ def _best_time(kernel: Kernel, problem: Problem) -> float:
     best = INF
     for _ in range(3):
         start = time.perf_counter()
-        kernel(problem.x, None, problem.context_values, None, False)
+        kernel.run(problem.x, None, problem.context_values, None, False)
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -426,18 +427,19 @@ def _best_time(kernel: Kernel, problem: Problem) -> float:
 def _or(kernel: Kernel, fallback: Kernel) -> Kernel:
     """`kernel`, or `fallback` where it raises."""
 
-    def kernel_or_fallback(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    def kernel_or_fallback(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         try:
-            return kernel(x, extra, cv, y, full)
+            return kernel.run(x, extra, cv, y, full)
         except Exception:
-            return fallback(x, extra, cv, y, full)
+            return fallback.run(x, extra, cv, y, full)
 
-    def x_only(x: Any) -> Any:
+    first, second = kernel.direct, fallback.direct
+    assert first is not None and second is not None  # both are guarded with a direct path
+
+    def direct(x: Any, cv: tuple) -> Any:
         try:
-            return kernel.x_only(x)
+            return first(x, cv)
         except Exception:
-            return fallback.x_only(x)
+            return second(x, cv)
 
-    kernel_or_fallback.x_only = x_only
-    kernel_or_fallback.accepts_numpy = True  # both are guarded
-    return kernel_or_fallback
+    return Kernel(kernel_or_fallback, accepts_numpy=True, direct=direct)  # both are guarded
