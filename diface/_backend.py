@@ -29,10 +29,11 @@ from typing import Any, ClassVar
 from . import _derive
 from ._arrays import ArrayOps
 from ._errors import ArgumentError, BackendUnavailableError, NotSupportedError
+from ._kernel import Kernel
 from ._linearization import Linearizer
-from ._problem import Kernel, Problem
+from ._problem import Problem
 
-__all__ = ["Backend", "catalog", "check_available", "check_inplace"]
+__all__ = ["Backend", "check_available", "check_inplace", "require_backend"]
 
 
 class Backend(abc.ABC):
@@ -51,15 +52,10 @@ class Backend(abc.ABC):
     max_batch_size: ClassVar[int] = 64
     #: derivatives are accurate to about eps ** accuracy_exponent (relative); 1 for exact AD
     accuracy_exponent: ClassVar[float] = 1.0
-    #: name on the command line (`python -m diface compare --backends NAME[:ARG]`); setting it in a
-    #: subclass lists the backend in `catalog()`
-    cli_name: ClassVar[str | None] = None
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        name = cls.__dict__.get("cli_name")
-        if name:
-            _CATALOG[name] = cls
+    #: `jacobian` and `hessian` return sparse matrices (`AutoSparse`)
+    sparse_results: ClassVar[bool] = False
+    #: a sparse Jacobian on this backend colors rows and columns together (`MixedMode`: a bicoloring)
+    colors_both_ways: ClassVar[bool] = False
 
     def label(self) -> str:
         """A short repr: the class and the settings that differ from their defaults."""
@@ -87,22 +83,11 @@ class Backend(abc.ABC):
                 f"pip install 'diface[{self.extra}]'"
             )
 
-    def configure_for_float64(self) -> None:  # noqa: B027 - a hook, empty for most engines
-        """Switch the engine to 64-bit floats where that is a global setting (JAX); called by the
-        command line before it runs the float64 test kit. Nothing to do for most engines."""
-
     # -- arrays --------------------------------------------------------------------------------
     @abc.abstractmethod
     def array_ops(self, x: Any) -> ArrayOps:
         """The namespace of the arrays `f` receives when called at `x` (NumPy input is converted to
         it); raises `ArgumentError` for an `x` the backend cannot take."""
-
-    def array_namespace(self) -> Any:
-        """The array module functions for this backend are written with (`numpy` here; `torch`,
-        `jax.numpy`, `autograd.numpy` for those engines). Imports it."""
-        import numpy
-
-        return numpy
 
     def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
         """(shape, dtype) of f's output at `problem.x`, which the core needs before preparing. The
@@ -253,14 +238,6 @@ class Backend(abc.ABC):
         return self
 
 
-_CATALOG: dict[str, type[Backend]] = {}
-
-
-def catalog() -> dict[str, type[Backend]]:
-    """The backends diface ships, by command-line name (their classes; nothing is imported)."""
-    return dict(_CATALOG)
-
-
 def check_available(backend: Backend) -> bool:
     """Whether `backend`'s package can be imported (checked without importing it).
 
@@ -269,7 +246,7 @@ def check_available(backend: Backend) -> bool:
         >>> di.check_available(di.AutoFiniteDiff())
         True
     """
-    _require_backend(backend)
+    require_backend(backend)
     return backend.is_available()
 
 
@@ -281,10 +258,10 @@ def check_inplace(backend: Backend) -> bool:
         >>> di.check_inplace(di.AutoFiniteDiff())
         True
     """
-    _require_backend(backend)
+    require_backend(backend)
     return backend.supports_inplace
 
 
-def _require_backend(backend: Any) -> None:
+def require_backend(backend: Any) -> None:
     if not isinstance(backend, Backend):
         raise ArgumentError(f"expected a diface backend such as di.AutoFiniteDiff() or di.AutoJAX(), got {backend!r}")

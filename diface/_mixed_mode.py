@@ -9,18 +9,22 @@ from typing import Any, ClassVar
 from ._arrays import ArrayOps
 from ._backend import Backend
 from ._errors import ArgumentError, NotSupportedError
+from ._kernel import Kernel
 from ._linearization import Linearizer
-from ._problem import Kernel, Problem
+from ._problem import Problem
+from ._wrapper import Wrapper
 
 __all__ = ["MixedMode"]
 
+_DERIVED = "the base class's derivation over both engines (the mode chosen per problem)"
+
 
 @dataclass(frozen=True)
-class MixedMode(Backend):
+class MixedMode(Wrapper):
     """Pushforwards from `forward`, pullbacks from `reverse`: as the dense backend of `di.AutoSparse`,
     a bicoloring of the Jacobian's pattern takes some nonzeros from forward products and the others
     from reverse products. An arrowhead Jacobian (a dense row, a dense column and a diagonal) needs n
-    products in either direction alone, and 3 this way.
+    products in either direction alone, and 3 this way. Everything else is `forward`'s.
 
     Example:
         >>> import numpy as np, diface as di
@@ -37,6 +41,31 @@ class MixedMode(Backend):
 
     native_modes: ClassVar[frozenset[str]] = frozenset({"forward", "reverse"})
     mode: ClassVar[str] = "auto"
+    colors_both_ways: ClassVar[bool] = True
+
+    own_hooks: ClassVar[dict[str, str]] = {
+        "native_modes": "both: forward products from one engine, reverse products from the other",
+        "mode": "'auto': each derived operator picks the cheaper direction",
+        "colors_both_ways": "AutoSparse bicolors its Jacobians",
+        "supports_inplace": "both engines must support in-place functions",
+        "accuracy_exponent": "the less accurate of the two engines",
+        "is_available": "both engines must be installed",
+        "require": "both engines must be installed",
+        "array_ops": "both engines must work on the same arrays",
+        "prepare_linearize": "by mode: forward's or reverse's",
+        "prepare_pullback": "reverse's",
+        "prepare_pullback_same_point": "reverse's",
+        "prepare_derivative": _DERIVED,
+        "prepare_gradient": _DERIVED,
+        "prepare_jacobian": _DERIVED,
+        "prepare_sparse_jacobian": "an engine's own program only where forward and reverse are one engine",
+        "second_order_backends": "(forward, reverse): forward over reverse",
+        "second_order_plan": _DERIVED,
+        "prepare_hvp": _DERIVED,
+        "prepare_hvp_same_point": _DERIVED,
+        "prepare_hessian": _DERIVED,
+        "prepare_second_derivative": _DERIVED,
+    }
 
     def __post_init__(self) -> None:
         for role in ("forward", "reverse"):
@@ -45,6 +74,10 @@ class MixedMode(Backend):
                 raise ArgumentError(f"MixedMode: {role} must be a diface backend, got {b!r}")
             if role not in b.native_modes:
                 raise ArgumentError(f"MixedMode: {b!r} has no native {role} mode")
+
+    @property
+    def wrapped(self) -> Backend:
+        return self.forward
 
     @property
     def supports_inplace(self) -> bool:  # type: ignore[override]
@@ -67,23 +100,29 @@ class MixedMode(Backend):
             raise NotSupportedError(f"{self!r}: the two backends work on different array types")
         return ops
 
-    def array_namespace(self) -> Any:
-        return self.forward.array_namespace()
-
-    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
-        return self.forward.output_spec(problem)
-
-    def detect_sparsity(self, problem: Problem, order: int) -> Any:
-        return self.forward.detect_sparsity(problem, order)
-
     def prepare_linearize(self, problem: Problem, mode: str) -> Linearizer | None:
         return (self.forward if mode == "forward" else self.reverse).prepare_linearize(problem, mode)
-
-    def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
-        return self.forward.prepare_pushforward(problem, tangents)
 
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
         return self.reverse.prepare_pullback(problem, cotangents)
 
+    def prepare_pullback_same_point(self, problem: Problem, cotangents: tuple) -> Kernel:
+        return self.reverse.prepare_pullback_same_point(problem, cotangents)
+
+    prepare_derivative = Backend.prepare_derivative
+    prepare_gradient = Backend.prepare_gradient
+    prepare_jacobian = Backend.prepare_jacobian
+
+    def prepare_sparse_jacobian(self, problem: Problem, coloring: Any) -> Kernel | None:
+        if self.forward != self.reverse:
+            return None  # the core's products: forward's pushforwards and reverse's pullbacks
+        return self.forward.prepare_sparse_jacobian(problem, coloring)
+
     def second_order_backends(self) -> tuple[Backend, Backend]:
         return self.forward, self.reverse
+
+    second_order_plan = Backend.second_order_plan
+    prepare_hvp = Backend.prepare_hvp
+    prepare_hvp_same_point = Backend.prepare_hvp_same_point
+    prepare_hessian = Backend.prepare_hessian
+    prepare_second_derivative = Backend.prepare_second_derivative

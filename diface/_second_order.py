@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from ._arrays import ArrayOps
 from ._backend import Backend
 from ._errors import ArgumentError
-from ._problem import Kernel, Problem
+from ._kernel import Kernel
+from ._problem import Problem
+from ._wrapper import Wrapper
 
 __all__ = ["SecondOrder"]
 
 
 @dataclass(frozen=True)
-class SecondOrder(Backend):
+class SecondOrder(Wrapper):
     """A backend for second-order operators: `outer` differentiates what `inner` computes.
 
     `hvp` is forward-over-reverse when `outer` has a forward mode (the outer pushforward of the
     inner gradient), else reverse-over-forward or reverse-over-reverse; `hessian` is `hvp` over the
-    basis; `second_derivative` is the outer derivative of the inner derivative. First-order
-    operators run on `inner`. A plain backend `b` used for a second-order operator acts as
+    basis; `second_derivative` is the outer derivative of the inner derivative. Everything else
+    (first-order operators, inverse products, sparsity detection, linearizations) is `inner`'s: the
+    engine that runs f. A plain backend `b` used for a second-order operator acts as
     `SecondOrder(b, b)`.
 
     Example:
@@ -34,6 +36,19 @@ class SecondOrder(Backend):
     outer: Backend
     inner: Backend
 
+    own_hooks: ClassVar[dict[str, str]] = {
+        "second_order_backends": "(outer, inner): what this wrapper is for",
+        "second_order_plan": "the base class's plan over (outer, inner), not the inner engine's own",
+        "prepare_hvp": "derived from this wrapper's plan (outer over inner)",
+        "prepare_hvp_same_point": "derived from this wrapper's plan (outer over inner)",
+        "prepare_hessian": "derived from this wrapper's plan (outer over inner)",
+        "prepare_second_derivative": "derived from this wrapper's plan (outer over inner)",
+        "prepare_sparse_hessian": "the engine's own program only where outer and inner are one engine",
+        "max_batch_size": "the outer engine sweeps the Hessian's basis",
+        "is_available": "both engines must be installed",
+        "require": "both engines must be installed",
+    }
+
     def __post_init__(self) -> None:
         for role in ("outer", "inner"):
             b = getattr(self, role)
@@ -42,26 +57,13 @@ class SecondOrder(Backend):
             if isinstance(b, SecondOrder):
                 raise ArgumentError(f"SecondOrder: {role} cannot itself be a SecondOrder; pass first-order backends")
 
-    # first-order facts and operators are the inner backend's
     @property
-    def native_modes(self) -> frozenset[str]:  # type: ignore[override]
-        return self.inner.native_modes
-
-    @property
-    def mode(self) -> str:  # type: ignore[override]
-        return self.inner.mode
-
-    @property
-    def supports_inplace(self) -> bool:  # type: ignore[override]
-        return self.inner.supports_inplace
+    def wrapped(self) -> Backend:
+        return self.inner
 
     @property
     def max_batch_size(self) -> int:  # type: ignore[override]
         return self.outer.max_batch_size
-
-    @property
-    def accuracy_exponent(self) -> float:  # type: ignore[override]
-        return self.inner.accuracy_exponent
 
     def is_available(self) -> bool:
         return self.outer.is_available() and self.inner.is_available()
@@ -70,35 +72,16 @@ class SecondOrder(Backend):
         self.outer.require()
         self.inner.require()
 
-    def array_ops(self, x: Any) -> ArrayOps:
-        return self.inner.array_ops(x)
-
-    def array_namespace(self) -> Any:
-        return self.inner.array_namespace()
-
-    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
-        return self.inner.output_spec(problem)
-
-    def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
-        return self.inner.prepare_pushforward(problem, tangents)
-
-    def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
-        return self.inner.prepare_pullback(problem, cotangents)
-
-    def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
-        return self.inner.prepare_pushforward_same_point(problem, tangents)
-
-    def prepare_pullback_same_point(self, problem: Problem, cotangents: tuple) -> Kernel:
-        return self.inner.prepare_pullback_same_point(problem, cotangents)
-
-    def prepare_derivative(self, problem: Problem) -> Kernel:
-        return self.inner.prepare_derivative(problem)
-
-    def prepare_gradient(self, problem: Problem) -> Kernel:
-        return self.inner.prepare_gradient(problem)
-
-    def prepare_jacobian(self, problem: Problem) -> Kernel:
-        return self.inner.prepare_jacobian(problem)
-
     def second_order_backends(self) -> tuple[Backend, Backend]:
         return self.outer, self.inner
+
+    second_order_plan = Backend.second_order_plan
+    prepare_hvp = Backend.prepare_hvp
+    prepare_hvp_same_point = Backend.prepare_hvp_same_point
+    prepare_hessian = Backend.prepare_hessian
+    prepare_second_derivative = Backend.prepare_second_derivative
+
+    def prepare_sparse_hessian(self, problem: Problem, coloring: Any) -> Kernel | None:
+        if self.outer != self.inner:
+            return None  # the core's products of this wrapper's plan: outer over inner
+        return self.inner.prepare_sparse_hessian(problem, coloring)

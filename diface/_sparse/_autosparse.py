@@ -10,16 +10,18 @@ is the dense backend's.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from .._arrays import ArrayOps
 from .._backend import Backend
 from .._derive import SecondOrderPlan
-from .._errors import ArgumentError
-from .._problem import Kernel, Problem, size_of
+from .._errors import ArgumentError, BackendUnavailableError
+from .._kernel import Kernel, Result
+from .._problem import Problem, size_of
+from .._wrapper import Wrapper
 from ._coloring import Coloring, GreedyColoring
 from ._detectors import DenseSparsityDetector, KnownSparsity, TracerSparsityDetector
 from ._layout import SparseLayout
@@ -32,7 +34,7 @@ _DETECTORS = (TracerSparsityDetector, DenseSparsityDetector, KnownSparsity)
 
 
 @dataclass(frozen=True)
-class AutoSparse(Backend):
+class AutoSparse(Wrapper):
     """Sparse `jacobian` and `hessian` (and their variants) through coloring; every other operator as
     `dense`.
 
@@ -64,7 +66,19 @@ class AutoSparse(Backend):
     sparsity_detector: Any = field(default_factory=TracerSparsityDetector)
     coloring: Any = field(default_factory=GreedyColoring)
 
-    cli_name: ClassVar[str | None] = None
+    sparse_results: ClassVar[bool] = True
+
+    own_hooks: ClassVar[dict[str, str]] = {
+        "prepare_jacobian": "sparse: the detected pattern, colored, one compressed product per color",
+        "prepare_hessian": "sparse: the detected pattern, star-colored, one Hessian-vector product per color",
+        "sparse_results": "its Jacobians and Hessians are sparse matrices",
+        "prepare_inverse_pushforward": "derived over this wrapper, so that method='dense' factors the sparse J",
+        "prepare_inverse_pullback": "derived over this wrapper, so that method='dense' factors the sparse J",
+        "prepare_inverse_pushforward_same_point": "derived over this wrapper (sparse J)",
+        "prepare_inverse_pullback_same_point": "derived over this wrapper (sparse J)",
+        "is_available": "needs SciPy besides the dense backend's package",
+        "require": "needs SciPy besides the dense backend's package",
+    }
 
     def __post_init__(self) -> None:
         if not isinstance(self.dense, Backend):
@@ -79,121 +93,42 @@ class AutoSparse(Backend):
         if not isinstance(self.coloring, GreedyColoring):
             raise ArgumentError(f"AutoSparse: coloring must be di.GreedyColoring(...), got {self.coloring!r}")
 
-    # -- everything but jacobian and hessian is the dense backend's ---------------------------------------
     @property
-    def native_modes(self) -> frozenset[str]:  # type: ignore[override]
-        return self.dense.native_modes
-
-    @property
-    def mode(self) -> str:  # type: ignore[override]
-        return self.dense.mode
-
-    @property
-    def supports_inplace(self) -> bool:  # type: ignore[override]
-        return self.dense.supports_inplace
-
-    @property
-    def accuracy_exponent(self) -> float:  # type: ignore[override]
-        return self.dense.accuracy_exponent
-
-    @property
-    def max_batch_size(self) -> int:  # type: ignore[override]
-        return self.dense.max_batch_size
+    def wrapped(self) -> Backend:
+        return self.dense
 
     def is_available(self) -> bool:
-        import importlib.util
-
         return self.dense.is_available() and importlib.util.find_spec("scipy") is not None
 
     def require(self) -> None:
         self.dense.require()
-        import importlib.util
-
         if importlib.util.find_spec("scipy") is None:
-            from .._errors import BackendUnavailableError
-
             raise BackendUnavailableError("AutoSparse needs scipy: pip install 'diface[sparse]'")
 
-    def array_ops(self, x: Any) -> ArrayOps:
-        return self.dense.array_ops(x)
-
-    def array_namespace(self) -> Any:
-        return self.dense.array_namespace()
-
-    def configure_for_float64(self) -> None:
-        self.dense.configure_for_float64()
-
-    def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
-        return self.dense.output_spec(problem)
-
-    def detect_sparsity(self, problem: Problem, order: int) -> Any:
-        return self.dense.detect_sparsity(problem, order)
-
-    def second_order_backends(self) -> tuple[Backend, Backend]:
-        return self.dense.second_order_backends()
-
-    def as_outer_of(self, inner: Backend) -> Backend:
-        return self.dense.as_outer_of(inner)
-
-    def prepare_linearize(self, problem: Problem, mode: str) -> Any:
-        return self.dense.prepare_linearize(problem, mode)
-
-    def prepare_inverse_linearize(self, problem: Problem) -> Any:
-        return self.dense.prepare_inverse_linearize(problem)
-
-    def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
-        return self.dense.prepare_pushforward(problem, tangents)
-
-    def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
-        return self.dense.prepare_pullback(problem, cotangents)
-
-    def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
-        return self.dense.prepare_pushforward_same_point(problem, tangents)
-
-    def prepare_pullback_same_point(self, problem: Problem, cotangents: tuple) -> Kernel:
-        return self.dense.prepare_pullback_same_point(problem, cotangents)
-
-    def prepare_gradient(self, problem: Problem) -> Kernel:
-        return self.dense.prepare_gradient(problem)
-
-    def prepare_derivative(self, problem: Problem) -> Kernel:
-        return self.dense.prepare_derivative(problem)
-
-    def prepare_hvp(self, problem: Problem, tangents: tuple) -> Kernel:
-        return self.dense.prepare_hvp(problem, tangents)
-
-    def prepare_hvp_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
-        return self.dense.prepare_hvp_same_point(problem, tangents)
-
-    def prepare_second_derivative(self, problem: Problem) -> Kernel:
-        return self.dense.prepare_second_derivative(problem)
-
-    def second_order_plan(self, problem: Problem) -> SecondOrderPlan:
-        return self.dense.second_order_plan(problem)
+    prepare_inverse_pushforward = Backend.prepare_inverse_pushforward
+    prepare_inverse_pullback = Backend.prepare_inverse_pullback
+    prepare_inverse_pushforward_same_point = Backend.prepare_inverse_pushforward_same_point
+    prepare_inverse_pullback_same_point = Backend.prepare_inverse_pullback_same_point
 
     # -- sparse -------------------------------------------------------------------------------------------
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         pattern = self.sparsity_detector.detect(self.dense, problem, 1)
         coloring = self._color(pattern, problem)
         own = self.dense.prepare_sparse_jacobian(problem, coloring)
-        kernel = own if own is not None else _SparseJacobian(self.dense, problem, coloring)
-        kernel.sparse = SparseLayout(pattern, coloring)
-        return kernel
+        kernel = own if own is not None else _SparseJacobian(self.dense, problem, coloring).kernel()
+        return kernel.replace(layout=SparseLayout(pattern, coloring))
 
     def prepare_hessian(self, problem: Problem) -> Kernel:
         pattern = self.sparsity_detector.detect(self.dense, problem, 2)
         coloring = self.coloring.color(pattern, "star")
         own = self.dense.prepare_sparse_hessian(problem, coloring)
-        kernel = own if own is not None else _SparseHessian(self.dense, problem, coloring)
-        kernel.sparse = SparseLayout(pattern, coloring)
-        return kernel
+        kernel = own if own is not None else Kernel(_SparseHessian(self.dense, problem, coloring).run)
+        return kernel.replace(layout=SparseLayout(pattern, coloring))
 
     def _color(self, pattern: Pattern, problem: Problem) -> Coloring:
         """Columns (forward) or rows (reverse), as the dense backend's mode says; for "auto", whichever
-        needs fewer colors; both for `MixedMode`."""
-        from .._mixed_mode import MixedMode
-
-        if isinstance(self.dense, MixedMode):
+        needs fewer colors; both where the dense backend colors both ways (`MixedMode`)."""
+        if self.dense.colors_both_ways:
             return self.coloring.color(pattern, "bicolor")
         modes = self.dense.native_modes
         mode = self.dense.mode
@@ -235,7 +170,7 @@ class _Products:
             lin = self.linearizer(x, cv, y)
             products = (lin.push if self.forward else lin.pull)(self.seeds)
             return lin.value, ops.reshape(products, (self.count, -1))
-        value, results = self.kernel(x, self.tangents, cv, y, full)
+        value, _, results = self.kernel.run(x, self.tangents, cv, y, full)
         return value, ops.reshape(ops.stack(list(results)), (self.count, -1))
 
 
@@ -256,12 +191,15 @@ class _SparseJacobian:
         self.plan = coloring.plan().batch_first().map(lambda a: ops.index_array(a, like=x))
         self.ops = ops
         self.dtype = ops.result_type(problem.x_dtype, y_dtype)
-        # evaluations per call, where the dense kernel of a single mode counts them (finite differences)
-        products = [p for p in (self.forward, self.reverse) if p is not None]
-        if len(products) == 1 and products[0].kernel is not None:
-            self.evaluations = getattr(products[0].kernel, "evaluations", None)
 
-    def __call__(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    def kernel(self) -> Kernel:
+        """As a kernel, with the evaluations per call where the dense kernel of a single mode counts
+        them (finite differences)."""
+        products = [p for p in (self.forward, self.reverse) if p is not None]
+        counted = products[0].kernel if len(products) == 1 else None
+        return Kernel(self.run, evaluations=counted.evaluations if counted is not None else None)
+
+    def run(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         ops = self.ops
         value = B = C = None
         if self.forward is not None:
@@ -271,8 +209,8 @@ class _SparseJacobian:
             value = v if value is None else value
         if B is None and C is None:  # no nonzero at all
             value = self.problem.evaluate(x, cv, y) if (full or y is not None) else None
-            return value, ops.zeros((0,), self.dtype, x)
-        return value, decompress(self.plan, B, C, concat=ops.concat)
+            return Result(value, result=ops.zeros((0,), self.dtype, x))
+        return Result(value, result=decompress(self.plan, B, C, concat=ops.concat))
 
 
 class _SparseHessian:
@@ -294,7 +232,7 @@ class _SparseHessian:
         # the gradient of the full variant where the products do not give it
         self.gradient = backend.prepare_gradient(problem) if not self.count else None
 
-    def __call__(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> tuple:
+    def run(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         ops, n = self.ops, size_of(self.problem.x_shape)
         value = gradient = None
         if not self.count:  # H is zero: nothing to compute but what the full variant owes
@@ -306,13 +244,13 @@ class _SparseHessian:
                 products = apply(self.seeds)
                 gradient, value = lin.value, lin.primal
             else:
-                _, gradient, hvps = self.hvp(x, self.tangents, cv, None, full)
+                _, gradient, hvps = self.hvp.run(x, self.tangents, cv, None, full)
                 products = ops.stack(list(hvps))
             data = decompress(self.plan, ops.reshape(products, (self.count, n)), concat=ops.concat)
         if not full:
-            return None, None, data
+            return Result(result=data)
         if value is None:
             value = self.problem.evaluate(x, cv)
         if gradient is None:
-            gradient = self.gradient(x, None, cv, None, False)[1]
-        return value, gradient, data
+            gradient = self.gradient.result_of(x, None, cv)
+        return Result(value, gradient, data)
