@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import diface as di
+from diface.testing import namespace_of
 from diface._table import format_table
 
 
@@ -73,7 +74,7 @@ def alternating(prep: Any, xs: list, v: Any) -> Callable[[], Any]:
 def diface_rows(sizes: list[int], rounds: int) -> list[list]:
     rows = []
     for backend in engines():
-        xp = backend.array_namespace()
+        xp = namespace_of(backend)
         f = lambda x, xp=xp: coupling(xp, x)
         for n in sizes:
             rng = np.random.default_rng(0)

@@ -153,6 +153,10 @@ class ArrayOps(abc.ABC):
         """The diagonal of U in `factors`, as a NumPy array (to tell a singular matrix)."""
         raise NotImplementedError
 
+    def is_sparse(self, a: Any) -> bool:
+        """Whether `a` is a sparse matrix of this library (what `sparse_matrix` makes)."""
+        return False
+
     def sparse_to_dense(self, a: Any) -> Any:
         """The sparse matrix `a` of this library (what `sparse_matrix` makes) as a dense array."""
         from ._errors import NotSupportedError
@@ -195,6 +199,32 @@ class ArrayOps(abc.ABC):
     def shares_memory(self, a: Any, b: Any) -> bool:
         """Whether `a` may be a view of `b` (conservative: True when unsure)."""
         return True
+
+    def to_host(self, a: Any, what: str = "x") -> np.ndarray:
+        """`a` as a host NumPy array, sharing memory where the library can (`DifferentiateWith` crosses
+        between engines this way); a clear `ArgumentError` naming `what` where `a` lives on a device."""
+        return self.to_numpy(a)
+
+    def from_host(self, a: np.ndarray) -> Any:
+        """The host NumPy array `a` as this library's array, sharing memory where the library can."""
+        return self.asarray(a)
+
+    def compile(self, fn: Callable) -> Callable:
+        """`fn` (a function of this library's arrays, lists of them and Python values) compiled where the
+        library compiles (JAX: `jax.jit`), else `fn` itself."""
+        return fn
+
+    def split(self, a: Any, sizes: tuple) -> list:
+        """The 1-D array `a` cut into consecutive parts of `sizes` elements."""
+        parts, start = [], 0
+        for size in sizes:
+            parts.append(a[start : start + size])
+            start += size
+        return parts
+
+    def block_until_ready(self, a: Any) -> None:  # noqa: B027 - a hook, nothing to wait for in most libraries
+        """Wait until `a` (an array, or a tuple of arrays or None) is computed, for a library that computes
+        asynchronously (JAX): what a timing must cover."""
 
     def equal(self, a: Any, b: Any) -> bool:
         """Whether two arrays hold the same values (a Python bool)."""

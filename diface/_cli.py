@@ -8,7 +8,8 @@ import platform
 import sys
 from typing import Any
 
-from ._backend import Backend, catalog
+from ._backend import Backend
+from ._engines import engine_of, engines
 from ._errors import ArgumentError, DifaceError
 
 __all__ = ["main", "parse_backend"]
@@ -17,21 +18,24 @@ __all__ = ["main", "parse_backend"]
 def parse_backend(spec: str) -> Backend:
     """`NAME` or `NAME:ARG` (e.g. `jax`, `torch:forward`, `finitediff:complex`) as a backend."""
     name, _, arg = spec.partition(":")
-    classes = catalog()
-    if name not in classes:
-        raise ArgumentError(f"unknown backend {name!r}; known: {', '.join(sorted(classes))}")
-    return classes[name](arg) if arg else classes[name]()
+    known = engines()
+    if name not in known:
+        raise ArgumentError(f"unknown backend {name!r}; known: {', '.join(sorted(known))}")
+    cls = known[name].backend
+    return cls(arg) if arg else cls()
 
 
 def _default_backends() -> list[Backend]:
-    return [cls() for cls in catalog().values() if cls().is_available()]
+    return [e.backend() for e in engines().values() if e.backend().is_available()]
 
 
 def _chosen(specs: list[str] | None) -> list[Backend]:
     backends = [parse_backend(s) for s in specs] if specs else _default_backends()
     for b in backends:
         b.require()
-        b.configure_for_float64()
+        engine = engine_of(b)
+        if engine is not None:
+            engine.configure_for_float64()
     return backends
 
 
@@ -51,7 +55,8 @@ def info(console: Any) -> int:
     table = Table(title="diface backends")
     for column in ("name", "backend", "package", "version", "available", "modes", "in-place"):
         table.add_column(column)
-    for name, cls in sorted(catalog().items()):
+    for name, engine in sorted(engines().items()):
+        cls = engine.backend
         backend = cls()
         available = backend.is_available()
         table.add_row(

@@ -18,8 +18,8 @@ from ._backend import Backend
 from ._contexts import Context
 from ._derive import InverseSolver
 from ._errors import NotSupportedError, PreparationMismatchError
+from ._optable import OPERATORS, Operator
 from ._prep import (
-    OPERATORS,
     DerivativePrep,
     GradientPrep,
     HessianPrep,
@@ -27,13 +27,11 @@ from ._prep import (
     InversePullbackPrep,
     InversePushforwardPrep,
     JacobianPrep,
-    OpSpec,
     PullbackPrep,
     PushforwardPrep,
     SecondDerivativePrep,
-    call,
-    prepare,
 )
+from ._prepare import call, prepare
 
 __all__ = [
     "derivative",
@@ -753,7 +751,7 @@ def prepare_inverse_pullback_same_point(
 
 
 def _inverse(
-    op: OpSpec,
+    op: Operator,
     full: bool,
     f: Callable,
     backend: Backend,

@@ -10,17 +10,18 @@ structs), and a small pure-Python flattener otherwise. Leaf paths read like Pyth
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ._arrays import NUMPY, ArrayOps, ops_for
 from ._errors import ArgumentError, ShapeError
 
-__all__ = ["TreeInfo", "is_tree", "ravel", "tree_paths"]
+__all__ = ["Flattener", "TreeInfo", "TreeLibrary", "is_tree", "ravel", "register_tree_library", "tree_paths"]
 
 _NUMBERS = (bool, int, float, np.generic)
 #: leaves that are numbers rather than arrays: raveled as float64
@@ -39,18 +40,60 @@ def _numeric_list(a: list) -> bool:
 
 def is_tree(a: Any) -> bool:
     """Whether `a` is a container of arrays rather than one array: a dict, tuple, list (a nested list of
-    plain numbers stays one array, as before), or a JAX-registered pytree node."""
+    plain numbers stays one array, as before), or a node registered with an array library's own trees
+    (JAX's pytrees)."""
     if isinstance(a, (dict, tuple)):
         return True
     if isinstance(a, list):
         return not _numeric_list(a)
     if a is None or hasattr(a, "shape") or isinstance(a, (*_NUMBERS, str, bytes)):
         return False
-    if "jax" in sys.modules:
-        import jax
+    return any(library.is_node(a) for library in _libraries())
 
-        return not jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(a))
-    return False
+
+# -- the tree libraries of array frameworks -----------------------------------------------------------
+class TreeLibrary(Protocol):
+    """An array framework's own trees (JAX's pytrees), registered by its engine package."""
+
+    #: flattening and unflattening with the framework's registry of nodes
+    flattener: Flattener
+
+    def is_node(self, a: Any) -> bool:
+        """`a` is a container node registered with the framework (an equinox module, a flax struct)."""
+        ...
+
+    def owns(self, tree: Any) -> bool:
+        """The tree holds the framework's arrays or nodes registered with it: it flattens with it."""
+        ...
+
+    def paths(self, tree: Any, label: str) -> list[tuple[str, Any]]:
+        """(path, leaf) pairs in flattening order, paths as the framework writes them after `label`."""
+        ...
+
+
+_TREE_LIBRARIES: dict[str, Callable[[], TreeLibrary]] = {}
+_TREE_INSTANCES: dict[str, TreeLibrary] = {}
+
+
+def register_tree_library(framework: str, factory: Callable[[], TreeLibrary]) -> None:
+    """Make the trees of `framework` known: `factory` is called (once) only after `framework` is
+    imported, when a tree first needs it."""
+    _TREE_LIBRARIES[framework] = factory
+
+
+def _libraries() -> list[TreeLibrary]:
+    found = []
+    for framework, factory in _TREE_LIBRARIES.items():
+        if framework in sys.modules:
+            library = _TREE_INSTANCES.get(framework)
+            if library is None:
+                library = _TREE_INSTANCES[framework] = factory()
+            found.append(library)
+    return found
+
+
+def _owner(tree: Any) -> TreeLibrary | None:
+    return next((library for library in _libraries() if library.owns(tree)), None)
 
 
 # -- paths ---------------------------------------------------------------------------------------------
@@ -75,11 +118,9 @@ def _sorted(d: dict) -> list:
 
 def tree_paths(tree: Any, label: str = "x") -> list[tuple[str, Any]]:
     """(path, leaf) pairs in flattening order, e.g. `("x['w']", array)`; `None` contributes nothing."""
-    if _uses_jax(tree):
-        import jax
-
-        pairs, _ = jax.tree_util.tree_flatten_with_path(tree)
-        return [(label + jax.tree_util.keystr(p), v) for p, v in pairs]
+    owner = _owner(tree)
+    if owner is not None:
+        return owner.paths(tree, label)
     out: list[tuple[str, Any]] = []
 
     def walk(node: Any, path: str) -> None:
@@ -141,20 +182,13 @@ def _own_unflatten(spec: Any, leaves: list) -> Any:
     return build(spec[1])
 
 
-def _uses_jax(tree: Any) -> bool:
-    """Whether the tree goes through `jax.tree_util`: it holds JAX arrays or JAX-registered nodes."""
-    if "jax" not in sys.modules:
-        return False
-    import jax
-
-    for leaf in jax.tree_util.tree_leaves(tree):
-        if isinstance(leaf, jax.Array):
-            return True
+def foreign_nodes(tree: Any) -> bool:
+    """Whether the tree holds nodes that are not standard containers (what a framework's registry knows)."""
     leaves, _ = _own_flatten(tree)
     return any(not (hasattr(v, "shape") or isinstance(v, (*_NUMBERS, str, bytes))) for v in leaves)
 
 
-class _Flattener:
+class Flattener:
     """One way to flatten: (flatten, unflatten) with structures that compare with `==`."""
 
     __slots__ = ("flatten", "name", "unflatten")
@@ -163,25 +197,18 @@ class _Flattener:
         self.name, self.flatten, self.unflatten = name, flatten, unflatten
 
 
-def _jax_flattener() -> _Flattener:
-    import jax
-
-    return _Flattener(
-        "jax", jax.tree_util.tree_flatten, lambda spec, leaves: jax.tree_util.tree_unflatten(spec, leaves)
-    )
-
-
-OWN = _Flattener("own", _own_flatten, _own_unflatten)
+OWN = Flattener("own", _own_flatten, _own_unflatten)
 OPTREE = (
-    _Flattener("optree", _optree.tree_flatten, lambda spec, leaves: _optree.tree_unflatten(spec, leaves))
+    Flattener("optree", _optree.tree_flatten, lambda spec, leaves: _optree.tree_unflatten(spec, leaves))
     if _optree is not None
     else None
 )
 
 
-def flattener_for(tree: Any) -> _Flattener:
-    if _uses_jax(tree):
-        return _jax_flattener()
+def flattener_for(tree: Any) -> Flattener:
+    owner = _owner(tree)
+    if owner is not None:
+        return owner.flattener
     return OPTREE if OPTREE is not None else OWN
 
 
@@ -191,11 +218,11 @@ class TreeInfo:
     into one 1-D array of the leaves' library, and to cut a flat array back into such a tree."""
 
     __slots__ = (
+        "_ravels",
+        "_splits",
         "cast",
         "dtype",
         "flattener",
-        "jit_ravel",
-        "jit_split",
         "label",
         "leaf_specs",
         "n",
@@ -255,24 +282,10 @@ class TreeInfo:
             dtype = self.ops.result_type(dtype, d)
         self.dtype = dtype
         self.cast = any(d != dtype for d in dtypes) or self.scalar_leaves
-        self.jit_ravel = self.jit_split = None
-        if self.ops.name == "jax" and not self.scalar_leaves:  # eager slicing costs ~10 us a leaf: compile it
-            self._compile_jax()
-
-    def _compile_jax(self) -> None:
-        import jax
-        import jax.numpy as jnp
-
-        offsets, shapes, specs = self.offsets, self.shapes, self.leaf_specs
-        dtype = self.dtype
-
-        def ravel_leaves(leaves: list) -> Any:
-            return jnp.concatenate([jnp.reshape(v, (-1,)).astype(dtype) for v in leaves])
-
-        def split(flat: Any) -> list:
-            return [flat[a:b].reshape(s).astype(spec[1]) for a, b, s, spec in zip(offsets, offsets[1:], shapes, specs)]
-
-        self.jit_ravel, self.jit_split = jax.jit(ravel_leaves), jax.jit(split)
+        # ravel and split per array library, compiled where the library compiles (eager slicing of JAX
+        # arrays costs ~10 us a leaf)
+        self._ravels: dict[ArrayOps, Callable] = {}
+        self._splits: dict[ArrayOps, Callable] = {}
 
     # -- checking ---------------------------------------------------------------------------------------
     def _path(self, tree: Any, i: int) -> str:
@@ -349,47 +362,65 @@ class TreeInfo:
 
     # -- raveling ---------------------------------------------------------------------------------------
     def ravel_leaves(self, leaves: list, like: Any = None) -> Any:
-        """The leaves as one 1-D array of the leaves' library (of `self.dtype`)."""
-        if self.jit_ravel is not None and len(leaves) > 1:
-            return self.jit_ravel(leaves)
-        ops = self.ops
+        """The leaves as one 1-D array of the leaves' own library (NumPy leaves give a NumPy array
+        whatever library the tree was described with), of the tree's dtype."""
+        ops = next((o for o in map(_array_ops_of, leaves) if o is not None), self.ops)
+        if not leaves:
+            return ops.zeros((0,), self._dtype_in(ops, self.dtype), like=like)
         if self.scalar_leaves:
             leaves = [
                 ops.asarray(np.asarray(v, dtype=np.float64), like=like) if isinstance(v, _SCALARS) else v
                 for v in leaves
             ]
-        parts = [ops.reshape(v, (-1,)) for v in leaves]
-        if self.cast:
-            parts = [p if p.dtype == self.dtype else ops.astype(p, self.dtype) for p in parts]
-        if len(parts) == 1:
-            return parts[0]
-        if not parts:
-            return ops.zeros((0,), self.dtype, like=like)
-        return ops.concat(parts)
+        ravel = self._ravels.get(ops)
+        if ravel is None:
+            ravel = self._ravels[ops] = self._make_ravel(ops)
+        return ravel(leaves)
+
+    def _make_ravel(self, ops: ArrayOps) -> Callable:
+        dtype = self._dtype_in(ops, self.dtype)
+        cast = self.cast
+
+        def ravel(leaves: list) -> Any:
+            parts = [ops.reshape(v, (-1,)) for v in leaves]
+            if cast:
+                parts = [p if p.dtype == dtype else ops.astype(p, dtype) for p in parts]
+            return parts[0] if len(parts) == 1 else ops.concat(parts)
+
+        return ops.compile(ravel) if not self.scalar_leaves and len(self.shapes) > 1 else ravel
+
+    def _dtype_in(self, ops: ArrayOps, dtype: Any) -> Any:
+        """`dtype` (of the tree's library) as `ops` spells it (NumPy's dtype of a torch dtype, say)."""
+        if ops is self.ops or dtype is None or ops is not NUMPY:
+            return dtype
+        return self.ops.to_numpy(self.ops.zeros((), dtype)).dtype
 
     def unravel_traced(self, flat: Any) -> Any:
         """A tree of views of `flat` (any engine's traced array): what f sees inside a flat problem."""
-        if type(flat).__module__.startswith("jax") and len(self.sizes) > 1 and _lax_split() is not None:
-            # one split, whose transpose is one concatenate: the flat gradient stays one concatenation of
-            # the leaves' gradients (slices would transpose to a pad and an add per leaf)
-            parts = _lax_split()(flat, self.sizes)
-            leaves = [v.reshape(s) for v, s in zip(parts, self.shapes)]
-        else:
-            leaves = [flat[a:b].reshape(s) for a, b, s in zip(self.offsets, self.offsets[1:], self.shapes)]
+        ops = ops_for(flat)
+        parts = ops.split(flat, self.sizes) if ops is not None else _slices(flat, self.offsets)
+        leaves = [v.reshape(s) for v, s in zip(parts, self.shapes)]
         return self.flattener.unflatten(self.spec, leaves)
 
     def split(self, flat: Any) -> list:
         """`flat` (a result, 1-D) cut into leaves of the leaves' shapes (and dtypes)."""
-        if self.jit_split is not None and type(flat) is not np.ndarray and len(self.shapes) > 1:
-            return self.jit_split(flat)
-        leaves = [flat[a:b].reshape(s) for a, b, s in zip(self.offsets, self.offsets[1:], self.shapes)]
-        if self.cast:
-            ops = ops_for(flat) or self.ops
-            leaves = [
-                v if spec[1] is None or v.dtype == spec[1] else ops.astype(v, spec[1])
-                for v, spec in zip(leaves, self.leaf_specs)
-            ]
-        return leaves
+        ops = ops_for(flat) or NUMPY
+        split = self._splits.get(ops)
+        if split is None:
+            split = self._splits[ops] = self._make_split(ops)
+        return split(flat)
+
+    def _make_split(self, ops: ArrayOps) -> Callable:
+        offsets, shapes = self.offsets, self.shapes
+        dtypes = [self._dtype_in(ops, spec[1]) for spec in self.leaf_specs] if self.cast else None
+
+        def split(flat: Any) -> list:
+            leaves = [flat[a:b].reshape(s) for a, b, s in zip(offsets, offsets[1:], shapes)]
+            if dtypes is not None:
+                leaves = [v if d is None or v.dtype == d else ops.astype(v, d) for v, d in zip(leaves, dtypes)]
+            return leaves
+
+        return ops.compile(split) if len(shapes) > 1 else split
 
     def unflatten(self, leaves: list) -> Any:
         return self.flattener.unflatten(self.spec, list(leaves))
@@ -398,10 +429,12 @@ class TreeInfo:
         return self.unflatten(self.split(flat))
 
 
-def _lax_split() -> Callable | None:
-    import jax
+def _slices(flat: Any, offsets: tuple) -> list:
+    return [flat[a:b] for a, b in itertools.pairwise(offsets)]
 
-    return getattr(jax.lax, "split", None)
+
+def _array_ops_of(leaf: Any) -> ArrayOps | None:
+    return None if isinstance(leaf, _SCALARS) else ops_for(leaf)
 
 
 def ops_floating(ops: ArrayOps, dtype: Any) -> bool:

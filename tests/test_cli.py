@@ -53,21 +53,22 @@ def test_compare_reports_agreement():
 
 
 def test_compare_exits_1_on_disagreement(tmp_path):
-    # a backend that is wrong on purpose, registered through the catalog like a real one
+    # a backend that is wrong on purpose, registered for the command line like a real one
     plugin = tmp_path / "wrong_backend.py"
     plugin.write_text(
         "from dataclasses import dataclass\n"
-        "from typing import ClassVar\n"
         "import diface as di\n"
+        "from diface.extend import Kernel, Result\n"
+        "from diface.testing import register_engine\n"
         "@dataclass(frozen=True)\n"
         "class Wrong(di.AutoFiniteDiff):\n"
-        "    cli_name: ClassVar[str] = 'wrong'\n"
         "    def prepare_pushforward(self, problem, tangents, same_point=False):\n"
         "        k = super().prepare_pushforward(problem, tangents, same_point)\n"
         "        def doubled(x, t, cv, y, full):\n"
-        "            value, results = k(x, t, cv, y, full)\n"
-        "            return value, tuple(2 * r for r in results)\n"
-        "        return doubled\n"
+        "            value, _, results = k.run(x, t, cv, y, full)\n"
+        "            return Result(value, result=tuple(2 * r for r in results))\n"
+        "        return Kernel(doubled)\n"
+        "register_engine(Wrong, name='wrong', namespace='numpy')\n"
     )
     code = (
         f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import wrong_backend; "

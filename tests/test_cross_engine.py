@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import diface as di
+from diface.testing import namespace_of
 from conftest import engine_backends
 from diface.testing._check import tolerances
 
@@ -56,7 +57,7 @@ def _point(name: str) -> np.ndarray:
 
 def _results(backend, name: str) -> dict[str, object]:
     fn, scalar = FUNCTIONS[name]
-    xp = backend.array_namespace()
+    xp = namespace_of(backend)
     f = lambda x: fn(xp, x)
     x = _point(name)
     t = np.linspace(-1.0, 1.0, x.size)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import diface as di
+from diface.testing import namespace_of
 
 HAS_AUTOGRAD = importlib.util.find_spec("autograd") is not None
 HAS_TORCH = importlib.util.find_spec("torch") is not None
@@ -72,7 +73,7 @@ METHODS = ["dense", "krylov", "accumulate"]
 
 
 def _f(fn, backend):
-    xp = backend.array_namespace()
+    xp = namespace_of(backend)
     return lambda x: fn(xp, x)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import diface as di
+from diface.testing import namespace_of
 from conftest import engine_defaults
 from diface.testing import check_threads, default_scenarios, edge_scenarios
 from diface.testing._kit import applicable
@@ -53,7 +54,7 @@ def test_prep_copy_is_independent_and_equivalent():
     for backend in backends():
         if isinstance(backend, di.SecondOrder):
             continue
-        namespace = backend.array_namespace()
+        namespace = namespace_of(backend)
         g = lambda x, xp=namespace: xp.sum(xp.sin(x) * x**2)
         prep = di.prepare_gradient(g, backend, np.zeros(3))
         twin = prep.copy()

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import diface as di
+from diface.testing import namespace_of
 from conftest import assert_operator, operator_cases
-from diface._prep import OPERATORS
+from diface._optable import OPERATORS
 from diface.testing import default_scenarios, edge_scenarios, layout_scenarios
 from diface.testing._check import SECOND_ORDER, check_operator
 
@@ -751,7 +752,7 @@ def test_backend_object():
     assert repr(FORWARD) == "AutoTorch(mode='forward')" and AUTO.label() == "AutoTorch()"
     assert di.check_available(REVERSE) and di.check_inplace(REVERSE) and di.check_inplace(FORWARD)
     assert di.check_inplace(di.SecondOrder(FD, REVERSE))
-    assert REVERSE.array_namespace() is torch
+    assert namespace_of(REVERSE) is torch
     with pytest.raises(di.ArgumentError, match="mode must be 'auto', 'forward' or 'reverse'") as info:
         di.AutoTorch("sideways")
     assert isinstance(info.value, (TypeError, ValueError))

@@ -1,8 +1,8 @@
 """`DifferentiateWith(f, backend)`: f differentiated by `backend` inside code another engine differentiates.
 
-One module per outer engine: `_torch` (a `torch.autograd.Function`), `_jax` (`jax.custom_jvp` over
-`jax.pure_callback`), `_autograd` (autograd primitives), `_tape` (tape primitives); `_inner` runs the inner
-backend on NumPy arrays, `_convert` moves arrays across (DLPack where it can).
+The outer engine's side lives in that engine's package, registered as a `diface._boundary.Boundary`
+(torch: a `torch.autograd.Function`; JAX: `jax.custom_jvp` over `jax.pure_callback`; autograd:
+primitives; AutoTape: tape primitives); `_inner` runs the inner backend on host NumPy arrays.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .._backend import Backend
+from .._boundary import boundary_for, to_host
 from .._errors import ArgumentError
-from ._convert import kind_of, to_numpy
 from ._inner import Inner
 
 __all__ = ["DifferentiateWith"]
@@ -65,16 +65,9 @@ class DifferentiateWith:
         return f"DifferentiateWith({getattr(self.f, '__name__', self.f)!r}, {self.backend!r})"
 
     def __call__(self, x: Any, *constants: Any) -> Any:
-        kinds = {kind_of(x)} | {kind_of(c) for c in constants} - {"numpy"}
-        kind = kind_of(x) if kind_of(x) != "numpy" else (min(kinds) if kinds else "numpy")
-        if kind == "torch":
-            from ._torch import call
-        elif kind == "jax":
-            from ._jax import call
-        elif kind == "autograd":
-            from ._autograd import call
-        elif kind == "tape":
-            from ._tape import call
-        else:
-            return self.inner.value(to_numpy(x), tuple(to_numpy(c, "a constant") for c in constants))
-        return call(self, x, constants)
+        # the engine of x, else of the first constant that belongs to one
+        for value in (x, *constants):
+            boundary = boundary_for(value)
+            if boundary is not None:
+                return boundary.call(self, x, constants)
+        return self.inner.value(to_host(x), tuple(to_host(c, "a constant") for c in constants))

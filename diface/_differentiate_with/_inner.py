@@ -9,17 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import _operators as di
+from .._arrays import NUMPY
 from .._backend import Backend
+from .._boundary import boundary_of, from_host, to_host
 from .._contexts import Constant
 from .._errors import ArgumentError, NotSupportedError
-from ._convert import to_native, to_numpy
 
-__all__ = ["Inner", "third_order"]
-
-
-def _native(backend: Backend) -> str:
-    name = type(backend).__name__
-    return {"AutoTorch": "torch", "AutoJAX": "jax"}.get(name, "numpy")
+__all__ = ["Inner"]
 
 
 def _spec(a: Any) -> tuple:
@@ -28,50 +25,41 @@ def _spec(a: Any) -> tuple:
     return ("object", type(a).__name__)
 
 
-def third_order(f: Callable) -> NotSupportedError:
-    return NotSupportedError(
-        f"DifferentiateWith({getattr(f, '__name__', 'f')}, ...): derivatives of order 3 and more do not cross "
-        "the boundary between engines (first and second order do); differentiate the whole function with one "
-        "engine"
-    )
-
-
-def _dual_level_open() -> bool:
-    import sys
-
-    forward_ad = sys.modules.get("torch.autograd.forward_ad")
-    return forward_ad is not None and forward_ad._current_level >= 0
-
-
 class Inner:
     """`f` on the inner engine: evaluations and products on NumPy arrays, preparations kept per spec."""
 
     def __init__(self, f: Callable, backend: Backend) -> None:
         self.f = f
         self.backend = backend
-        self.native = _native(backend)
+        self._ops: Any = None
         self._lock = threading.Lock()
         self._preps: dict[tuple, Any] = {}
 
     # -- helpers ------------------------------------------------------------------------------------
+    def third_order(self) -> NotSupportedError:
+        """The error of a derivative of order 3 through the boundary."""
+        return NotSupportedError(
+            f"DifferentiateWith({getattr(self.f, '__name__', 'f')}, ...): derivatives of order 3 and more do not "
+            "cross the boundary between engines (first and second order do); differentiate the whole function "
+            "with one engine"
+        )
+
     def check_x(self, x: np.ndarray) -> None:
         if x.dtype.kind != "f":
             raise ArgumentError(
                 f"DifferentiateWith: x must be a real floating-point array, got dtype {x.dtype}; convert it "
                 "(e.g. x.astype(float) or torch.tensor(x, dtype=torch.float64))"
             )
-        if self.native == "jax" and x.dtype == np.float64:
-            import jax
+        if self._ops is None:
+            self._ops = self.backend.array_ops(x)
+        self._ops.asarray(np.empty(0, x.dtype))  # the inner engine's arrays say what they cannot hold (JAX without 64 bits)
 
-            if not jax.config.jax_enable_x64:
-                raise ArgumentError(
-                    "DifferentiateWith: x is float64 but JAX runs in 32-bit mode, so the inner AutoJAX would "
-                    'compute in float32; enable jax.config.update("jax_enable_x64", True) at startup, or pass '
-                    "float32 arrays"
-                )
+    def native(self, a: Any) -> Any:
+        """A host array as the inner engine's array (shared where possible); anything else as it is."""
+        return from_host(a, self._ops)
 
     def _contexts(self, constants: tuple) -> tuple:
-        return tuple(Constant(to_native(c, self.native)) for c in constants)
+        return tuple(Constant(self.native(c)) for c in constants)
 
     def _prep(self, key: tuple, make: Callable[[], Any]) -> Any:
         prep = self._preps.get(key)
@@ -89,9 +77,8 @@ class Inner:
     # -- what the outer engines call ----------------------------------------------------------------
     def value(self, x: np.ndarray, constants: tuple) -> np.ndarray:
         self.check_x(x)
-        native = self.native
-        y = self.f(to_native(x, native), *(to_native(c, native) for c in constants))
-        y = to_numpy(y, "f's output")
+        y = self.f(self.native(x), *(self.native(c) for c in constants))
+        y = to_host(y, "f's output")
         if y.dtype.kind != "f":
             raise ArgumentError(
                 f"DifferentiateWith: f returned an array of dtype {y.dtype}; it must return a real floating-point array"
@@ -99,51 +86,38 @@ class Inner:
         return y
 
     def pushforward(self, x: np.ndarray, tx: np.ndarray, constants: tuple) -> np.ndarray:
-        import diface as di
-
         self.check_x(x)
         tx = np.asarray(tx, dtype=x.dtype)
+        # an engine may have to give it another way right now (torch's one forward-AD level, taken outside)
+        boundary = boundary_of(self._ops.name) if self._ops is not NUMPY else None
+        if boundary is not None:
+            other = boundary.inner_pushforward(self.f, x, tx, constants)
+            if other is not None:
+                return other
         ctx = self._contexts(constants)
         native = self.native
-        if native == "torch" and _dual_level_open():
-            return self._torch_double_backward_jvp(x, tx, constants)
         prep = self._prep(
             self._key("pushforward", constants, x, tx),
-            lambda: di.prepare_pushforward(self.f, self.backend, to_native(x, native), to_native(tx, native), *ctx),
+            lambda: di.prepare_pushforward(self.f, self.backend, native(x), native(tx), *ctx),
         )
-        return to_numpy(prep.pushforward(to_native(x, native), to_native(tx, native), *ctx), "a pushforward")
-
-    def _torch_double_backward_jvp(self, x: np.ndarray, tx: np.ndarray, constants: tuple) -> np.ndarray:
-        """J t by two reverse sweeps: torch has one forward-AD level, taken by the outer engine here."""
-        import torch
-
-        cs = tuple(to_native(c, "torch") for c in constants)
-        with torch.enable_grad():
-            _, jt = torch.autograd.functional.jvp(
-                lambda x: self.f(x, *cs), to_native(x, "torch"), to_native(tx, "torch")
-            )
-        return to_numpy(jt, "a pushforward")
+        return to_host(prep.pushforward(native(x), native(tx), *ctx), "a pushforward")
 
     def pullback(self, x: np.ndarray, ty: np.ndarray, constants: tuple) -> np.ndarray:
-        import diface as di
-
         self.check_x(x)
         ctx = self._contexts(constants)
         native = self.native
         prep = self._prep(
             self._key("pullback", constants, x, ty),
-            lambda: di.prepare_pullback(self.f, self.backend, to_native(x, native), to_native(ty, native), *ctx),
+            lambda: di.prepare_pullback(self.f, self.backend, native(x), native(ty), *ctx),
         )
-        r = to_numpy(prep.pullback(to_native(x, native), to_native(ty, native), *ctx), "a pullback")
+        r = to_host(prep.pullback(native(x), native(ty), *ctx), "a pullback")
         return r.astype(x.dtype, copy=False)
 
     def hvp(self, x: np.ndarray, ty: np.ndarray, v: np.ndarray, constants: tuple) -> np.ndarray:
         """The derivative of the pullback `ty @ J(x)` along `v`: the Hessian of `<ty, f(x)>` times v."""
-        import diface as di
-
         self.check_x(x)
         v = np.asarray(v, dtype=x.dtype)
-        ctx = (Constant(to_native(ty, self.native)), *self._contexts(constants))
+        ctx = (Constant(self.native(ty)), *self._contexts(constants))
         native = self.native
         f = self.f
 
@@ -153,7 +127,7 @@ class Inner:
         try:
             prep = self._prep(
                 self._key("hvp", constants, x, ty, v),
-                lambda: di.prepare_hvp(weighted, self.backend, to_native(x, native), to_native(v, native), *ctx),
+                lambda: di.prepare_hvp(weighted, self.backend, native(x), native(v), *ctx),
             )
         except NotSupportedError as e:
             raise NotSupportedError(
@@ -161,7 +135,7 @@ class Inner:
                 f"backend {self.backend!r}, which it cannot give ({e}); wrap f with a backend that has them "
                 "(e.g. di.AutoJAX(), di.AutoTorch(), di.AutoTape())"
             ) from e
-        r = to_numpy(prep.hvp(to_native(x, native), to_native(v, native), *ctx), "an hvp")
+        r = to_host(prep.hvp(native(x), native(v), *ctx), "an hvp")
         return r.astype(x.dtype, copy=False)
 
     def batched(self, op: Callable, x: np.ndarray, t: np.ndarray, constants: tuple, b: int) -> np.ndarray:

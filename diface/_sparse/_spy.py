@@ -63,10 +63,11 @@ def spy(source: Any, *, colors: bool = True, ax: Any = None, markersize: float |
 
 
 def _pattern_and_coloring(source: Any) -> tuple[Pattern, Any]:
-    layout = getattr(source, "_sparse", None)
+    kernel = getattr(source, "kernel", None)
+    layout = getattr(kernel, "layout", None)
     if layout is not None:
         return layout.pattern, layout.coloring
-    if hasattr(source, "kernel") and hasattr(source, "op"):
+    if kernel is not None and hasattr(source, "op"):
         raise ArgumentError("di.spy: this preparation is not sparse; prepare with di.AutoSparse(backend)")
     try:
         return as_pattern(source), None

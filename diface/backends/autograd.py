@@ -34,10 +34,13 @@ import numpy as np
 
 from .._arrays import NUMPY, ArrayOps
 from .._backend import Backend
+from .._boundary import register_boundary
 from .._derive import SecondOrderPlan
+from .._engines import register_engine
 from .._errors import ArgumentError, NotSupportedError
+from .._kernel import Kernel
 from .._linearization import Linearizer
-from .._problem import Kernel, Problem
+from .._problem import Problem
 from ._autograd import (
     AG,
     TRACING,
@@ -93,7 +96,6 @@ class AutoAutograd(Backend):
     supports_inplace: ClassVar[bool] = False
     package: ClassVar[str] = "autograd"
     extra: ClassVar[str] = "autograd"
-    cli_name: ClassVar[str] = "autograd"
     #: forward sweeps push a whole chunk of the basis through one recording at once (the core's memory
     #: budget bounds the chunk); pulls run one backward pass per row whatever the chunk
     max_batch_size: ClassVar[int] = 1024
@@ -113,12 +115,6 @@ class AutoAutograd(Backend):
             f"AutoAutograd works on NumPy arrays and numbers, got {type(x).__module__}.{type(x).__qualname__}; "
             "convert it with np.asarray, or use the backend of its framework (di.AutoTorch(), di.AutoJAX())"
         )
-
-    def array_namespace(self) -> Any:
-        self.require()
-        import autograd.numpy
-
-        return autograd.numpy
 
     def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
         with TRACING:  # f may run autograd itself
@@ -179,3 +175,15 @@ class AutoAutograd(Backend):
         with TRACING:
             load()
             return plan_for(problem, self.mode, inner.mode)
+
+
+register_engine(AutoAutograd, name="autograd", namespace="autograd.numpy")
+
+
+def _boundary() -> Any:
+    from ._autograd._boundary import AutogradBoundary
+
+    return AutogradBoundary()
+
+
+register_boundary("autograd", _boundary)

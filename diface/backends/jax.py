@@ -35,15 +35,19 @@ import numpy as np
 
 from .._arrays import ArrayOps, framework_ops
 from .._backend import Backend
+from .._boundary import register_boundary
 from .._derive import SecondOrderPlan, choose_kernel
+from .._engines import register_engine
 from .._errors import ArgumentError
+from .._kernel import Kernel, Result
 from .._linearization import Linearizer
-from .._problem import Kernel, Problem
+from .._problem import Problem
 from ._jax._compile import linear_kernel, make_kernel
 from ._jax._linearize import linearizer
 from ._jax._nest import JaxNest
 from ._jax._ops import JaxOps
 from ._jax._transforms import Seeds, bind, pull, pull_with, push, push_with, sweep
+from ._jax._trees import JaxTrees  # noqa: F401 - registers JAX's pytrees as trees
 
 __all__ = ["AutoJAX", "JaxOps"]
 
@@ -84,7 +88,6 @@ class AutoJAX(Backend):
     supports_inplace: ClassVar[bool] = False
     package: ClassVar[str | None] = "jax"
     extra: ClassVar[str | None] = "jax"
-    cli_name: ClassVar[str] = "jax"
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
@@ -100,16 +103,6 @@ class AutoJAX(Backend):
         raise ArgumentError(
             f"AutoJAX takes JAX arrays, NumPy arrays and numbers as x, got {type(x).__module__}.{type(x).__name__}"
         )
-
-    def array_namespace(self) -> Any:
-        import jax.numpy
-
-        return jax.numpy
-
-    def configure_for_float64(self) -> None:
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
 
     def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
         """f's output shape and dtype from an abstract trace (`jax.eval_shape`) where the preparation
@@ -136,9 +129,9 @@ class AutoJAX(Backend):
         f = problem.f
 
         def pushforward(full: bool) -> Callable:
-            def run(x: Any, tangents: tuple, cv: tuple) -> tuple:
+            def run(x: Any, tangents: tuple, cv: tuple) -> Result:
                 y, results, _ = push(bind(f, cv), x, tangents)
-                return (y if full else None), results
+                return Result(y if full else None, result=results)
 
             return run
 
@@ -148,9 +141,9 @@ class AutoJAX(Backend):
         f = problem.f
 
         def pullback(full: bool) -> Callable:
-            def run(x: Any, cotangents: tuple, cv: tuple) -> tuple:
+            def run(x: Any, cotangents: tuple, cv: tuple) -> Result:
                 y, results, _ = pull(bind(f, cv), x, cotangents)
-                return (y if full else None), results
+                return Result(y if full else None, result=results)
 
             return run
 
@@ -160,13 +153,13 @@ class AutoJAX(Backend):
         import jax
 
         y, linear = jax.linearize(bind(problem.f, problem.context_values), problem.x)
-        return linear_kernel(problem, (y,), linear, push_with, tangents, self._jits(problem))
+        return linear_kernel(problem, Result(y), linear, push_with, tangents, self._jits(problem))
 
     def prepare_pullback_same_point(self, problem: Problem, cotangents: tuple) -> Kernel:
         import jax
 
         y, transposed = jax.vjp(bind(problem.f, problem.context_values), problem.x)
-        return linear_kernel(problem, (y,), transposed, pull_with, cotangents, self._jits(problem))
+        return linear_kernel(problem, Result(y), transposed, pull_with, cotangents, self._jits(problem))
 
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         return choose_kernel(self, problem, lambda mode: self._jacobian_kernel(problem, mode))
@@ -181,9 +174,9 @@ class AutoJAX(Backend):
         seeds = Seeds(traced=self._jits(problem))
 
         def jacobian(full: bool) -> Callable:
-            def run(x: Any, extra: Any, cv: tuple) -> tuple:
+            def run(x: Any, extra: Any, cv: tuple) -> Result:
                 y, jac, _ = sweep(mode, bind(f, cv), x, seeds)
-                return (y if full else None), jac
+                return Result(y if full else None, result=jac)
 
             return run
 
@@ -224,3 +217,21 @@ class AutoJAX(Backend):
 
     def _kernel(self, problem: Problem, program: Callable[[bool], Callable], extra: Any) -> Kernel:
         return make_kernel(problem, program, extra, self._jits(problem))
+
+
+def _enable_x64() -> None:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+
+
+register_engine(AutoJAX, name="jax", namespace="jax.numpy", float64=_enable_x64)
+
+
+def _boundary() -> Any:
+    from ._jax._boundary import JaxBoundary
+
+    return JaxBoundary()
+
+
+register_boundary("jax", _boundary)

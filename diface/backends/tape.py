@@ -22,10 +22,13 @@ import numpy as np
 from .. import _derive
 from .._arrays import NUMPY, ArrayOps
 from .._backend import Backend
+from .._boundary import register_boundary
 from .._derive import SecondOrderPlan
+from .._engines import register_engine
 from .._errors import ArgumentError, NotSupportedError
+from .._kernel import Kernel
 from .._linearization import Linearizer
-from .._problem import Kernel, Problem
+from .._problem import Problem
 
 __all__ = ["AutoTape"]
 
@@ -66,7 +69,6 @@ class AutoTape(Backend):
     native_modes: ClassVar[frozenset[str]] = frozenset({"forward", "reverse"})
     supports_inplace: ClassVar[bool] = True
     package: ClassVar[str | None] = None
-    cli_name: ClassVar[str] = "tape"
     #: basis vectors per sweep at most (chunks also stay within the result's size)
     max_batch_size: ClassVar[int] = 256
 
@@ -124,34 +126,48 @@ class AutoTape(Backend):
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
         from ._tape import PullbackKernel
 
-        return PullbackKernel(problem, len(cotangents))
+        return PullbackKernel(problem, len(cotangents)).kernel()
 
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
         from ._tape import PushforwardKernel
 
-        return PushforwardKernel(problem, len(tangents))
+        return PushforwardKernel(problem, len(tangents)).kernel()
 
     def prepare_gradient(self, problem: Problem) -> Kernel:
         if self.mode == "forward":  # forced: the columns of the Jacobian, through the linearization
             return _derive.derive_jacobian(self, problem)
         from ._tape import GradientKernel
 
-        return GradientKernel(problem)
+        return GradientKernel(problem).kernel()
 
     def prepare_derivative(self, problem: Problem) -> Kernel:
         if self.mode == "reverse":
             return _derive.derive_jacobian(self, problem)
         from ._tape import DerivativeKernel
 
-        return DerivativeKernel(problem)
+        return DerivativeKernel(problem).kernel()
 
     def prepare_sparse_jacobian(self, problem: Problem, coloring: Any) -> Kernel:
         """The compressed products in one replay of the tape (`diface.backends._tape._sparse`)."""
         from ._tape._sparse import SparseJacobianKernel
 
-        return SparseJacobianKernel(problem, coloring)
+        return SparseJacobianKernel(problem, coloring).kernel()
 
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         from ._tape import JacobianKernel
 
-        return _derive.choose_kernel(self, problem, lambda mode: JacobianKernel(problem, mode, self.max_batch_size))
+        return _derive.choose_kernel(
+            self, problem, lambda mode: JacobianKernel(problem, mode, self.max_batch_size).kernel()
+        )
+
+
+register_engine(AutoTape, name="tape", namespace="numpy")
+
+
+def _boundary() -> Any:
+    from ._tape._boundary import TapeBoundary
+
+    return TapeBoundary()
+
+
+register_boundary("diface.backends.tape", _boundary)

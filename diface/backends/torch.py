@@ -42,12 +42,15 @@ import numpy as np
 
 from .._arrays import ArrayOps, framework_ops
 from .._backend import Backend
+from .._boundary import register_boundary
 from .._contexts import Cache
 from .._derive import SecondOrderPlan, choose_kernel, linearized_products, same_point_products
 from .._derive.jacobian import jacobian_in
+from .._engines import register_engine
 from .._errors import ArgumentError
+from .._kernel import Kernel
 from .._linearization import Linearizer
-from .._problem import Kernel, Problem, check_output, dtype_of, shape_of
+from .._problem import Problem, check_output, dtype_of, shape_of
 from ._torch.function import Function
 from ._torch.inputs import META, fitted, prepared, private, usable
 from ._torch.linearize import forward_linearizer, gradient_kernel, reverse_linearizer, traced_linearizer
@@ -96,7 +99,6 @@ class AutoTorch(Backend):
     max_batch_size: ClassVar[int] = 1024
     package: ClassVar[str] = "torch"
     extra: ClassVar[str] = "torch"
-    cli_name: ClassVar[str] = "torch"
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
@@ -110,9 +112,6 @@ class AutoTorch(Backend):
         if isinstance(x, torch.Tensor) and x.is_meta:
             raise ArgumentError(META.format("x"))
         return framework_ops("torch")
-
-    def array_namespace(self) -> Any:
-        return torch()
 
     def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
         """f evaluated once without autograd, on x and contexts as the kernels give them to f (so that an
@@ -177,3 +176,15 @@ def _same_point(make: Any, problem: Problem, forward: bool) -> Kernel:
     contexts (nothing the user later does to theirs may reach a kept graph or trace)."""
     problem = private(problem)
     return same_point_products(make(problem), problem, forward)
+
+
+register_engine(AutoTorch, name="torch", namespace="torch")
+
+
+def _boundary() -> Any:
+    from ._torch.boundary import TorchBoundary
+
+    return TorchBoundary()
+
+
+register_boundary("torch", _boundary)

@@ -5,6 +5,7 @@
 ['scalar to scalar', 'scalar to vector', 'vector to scalar']
 """
 
+from .._engines import Engine, engine_of, engines, namespace_of, register_engine
 from ._check import Failure, check_operator, tolerances
 from ._deviations import known_deviation, register_deviation
 from ._kit import Report, Row, all_scenarios, benchmark_differentiation, test_differentiation
@@ -19,6 +20,7 @@ test_differentiation.__test__ = False  # type: ignore[attr-defined]
 
 __all__ = [
     "LAYOUTS",
+    "Engine",
     "Failure",
     "Layout",
     "Report",
@@ -32,9 +34,13 @@ __all__ = [
     "check_tree_operator",
     "default_scenarios",
     "edge_scenarios",
+    "engine_of",
+    "engines",
     "known_deviation",
     "layout_scenarios",
+    "namespace_of",
     "register_deviation",
+    "register_engine",
     "structural_scenarios",
     "test_differentiation",
     "tree_scenarios",

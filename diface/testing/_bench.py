@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _operators as ops
+from .._engines import engine_of, namespace_of
 from ._memory import peak_above, resident
 from ._references import direct_call
 from ._timing import interleaved
@@ -108,8 +109,8 @@ class SpeedRow:
 
 
 def _engine(backend: Any) -> str | None:
-    inner = getattr(backend, "inner", None)
-    return type(inner if inner is not None else backend).cli_name
+    engine = engine_of(backend)
+    return engine.name if engine is not None else None
 
 
 def compare_speed(
@@ -125,7 +126,7 @@ def compare_speed(
     rows = []
     for backend in backends:
         engine = _engine(backend)
-        xp = backend.array_namespace()
+        xp = namespace_of(backend)
         for case in cases:
             for kind in inputs:
                 own = backend.array_ops(np.zeros(1)).name
@@ -221,7 +222,7 @@ def compare_minimize(backends: list[Any], n: int = 100, rounds: int = 5) -> list
         if direct is None:
             continue
         reference, gradient, hvp = direct
-        xp = backend.array_namespace()
+        xp = namespace_of(backend)
         f = lambda x, xp=xp: rosenbrock(xp, x)
         grad_prep = ops.prepare_gradient(f, backend, x0)
         hvp_prep = ops.prepare_hvp(f, backend, x0, x0)

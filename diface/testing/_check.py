@@ -9,7 +9,8 @@ import numpy as np
 
 from .. import _operators as ops
 from .._contexts import Constant
-from .._prep import OPERATORS
+from .._engines import namespace_of
+from .._optable import OPERATORS
 from ._scenarios import Scenario
 
 __all__ = ["Failure", "check_operator", "tolerances"]
@@ -47,9 +48,9 @@ def tolerances(backend: Any, operator: str, dtype: Any = np.float64) -> tuple[fl
 def _tangents(scenario: Scenario, operator: str, seed: int, batch: int | None) -> Any:
     """Random tangents (like x) or cotangents (like y) of the scenario's dtypes, in its layout."""
     spec = OPERATORS[operator]
-    if spec.extra is None:
+    if spec.tangent is None:
         return None
-    like_x = spec.extra == "tx"
+    like_x = spec.tangent == "tx"
     shape = scenario.x_shape if like_x else scenario.y_shape
     dtype = scenario.dtype if like_x else _y_dtype(scenario)
     rng = np.random.default_rng(seed)
@@ -124,7 +125,7 @@ def check_operator(
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
     spec = OPERATORS[operator]
-    f = scenario.bind(backend.array_namespace())
+    f = scenario.bind(namespace_of(backend))
     plain = getattr(ops, operator)
     full = getattr(ops, spec.full_name)
     prepare = getattr(ops, f"prepare_{operator}")
@@ -147,18 +148,18 @@ def check_operator(
         if problem:
             fail("probe", f"the recorded result: {problem}")
 
-    for batch in (None, 2) if spec.extra else (None,):
+    for batch in (None, 2) if spec.tangent else (None,):
         tangents = _tangents(scenario, operator, 1, batch)
         prep_tangents = _tangents(scenario, operator, 2, batch)
-        expected = scenario.expected(operator, tangents=tangents if batch else (tangents,) if spec.extra else ())
-        if spec.extra and not batch:  # single tangent: unwrap the last result
+        expected = scenario.expected(operator, tangents=tangents if batch else (tangents,) if spec.tangent else ())
+        if spec.tangent and not batch:  # single tangent: unwrap the last result
             expected = (*expected[:-1], expected[-1][0])
-        extra = () if spec.extra is None else (tangents,)
+        extra = () if spec.tangent is None else (tangents,)
         for prepared in (False, True):
             prep = None
             if prepared:
                 prep_y = np.zeros(scenario.y_shape, y_dtype) if scenario.inplace else None
-                prep_extra = () if spec.extra is None else (prep_tangents,)
+                prep_extra = () if spec.tangent is None else (prep_tangents,)
                 try:
                     prep = prepare(
                         f, backend, scenario.prep_x, *prep_extra, *scenario.make_contexts(prep=True), y=prep_y

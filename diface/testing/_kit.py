@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from .. import _operators as ops
-from .._prep import OPERATORS
+from .._engines import namespace_of
+from .._optable import OPERATORS
 from .._table import format_table
 from ._check import Failure, _tangents, _y_dtype, check_operator, tolerances
 from ._deviations import known_deviation
@@ -94,7 +95,7 @@ def applicable(backend: Any, scenario: Scenario) -> str | None:
 
 def dot_product_check(backend: Any, scenario: Scenario, rtol: float, atol: float) -> list[Failure]:
     """<ty, J tx> = <J^T ty, tx> with the backend's own pushforward and pullback."""
-    f = scenario.bind(backend.array_namespace())
+    f = scenario.bind(namespace_of(backend))
     tx, ty = _tangents(scenario, "pushforward", 3, None), _tangents(scenario, "pullback", 4, None)
     kwargs = {"y": np.zeros(scenario.y_shape, _y_dtype(scenario))} if scenario.inplace else {}
     try:
@@ -274,14 +275,14 @@ def benchmark_differentiation(
 
 
 def _time_operator(backend: Any, scenario: Scenario, op: str, repeat: int) -> list[dict]:
-    f = scenario.bind(backend.array_namespace())
+    f = scenario.bind(namespace_of(backend))
     calls = [0]
 
     def counted(*args: Any) -> Any:
         calls[0] += 1
         return f(*args)
 
-    extra = () if OPERATORS[op].extra is None else (_tangents(scenario, op, 5, None),)
+    extra = () if OPERATORS[op].tangent is None else (_tangents(scenario, op, 5, None),)
     kwargs = {"y": np.zeros(scenario.y_shape, _y_dtype(scenario))} if scenario.inplace else {}
     args = (counted, backend, scenario.x, *extra)
     prep = getattr(ops, f"prepare_{op}")(*args, *scenario.make_contexts(), **kwargs)

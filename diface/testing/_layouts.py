@@ -48,6 +48,12 @@ class Layout:
     def __repr__(self) -> str:
         return f"Layout({self.name!r})"
 
+    def hold(self, a: Any, buffer: bool = False) -> Any:
+        """`a` in this layout (unchanged for scalars, and for buffers the layout cannot write)."""
+        if not isinstance(a, np.ndarray) or not self.fits(a.shape) or (buffer and not self.writable):
+            return a
+        return self.arrange(a)
+
 
 def _transposed(a: np.ndarray) -> np.ndarray:
     """The last two axes swapped in memory: a transposed view of a contiguous array."""
@@ -94,11 +100,7 @@ LAYOUTS: tuple[Layout, ...] = (
 
 def arranged(layout: Layout | None, a: Any, buffer: bool = False) -> Any:
     """`a` in `layout` (unchanged without one, for scalars, and for buffers a layout cannot write)."""
-    if layout is None or not isinstance(a, np.ndarray) or not layout.fits(a.shape):
-        return a
-    if buffer and not layout.writable:
-        return a
-    return layout.arrange(a)
+    return a if layout is None else layout.hold(a, buffer)
 
 
 def with_layout(scenario: Scenario, layout: Layout) -> Scenario:

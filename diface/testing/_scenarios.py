@@ -91,11 +91,7 @@ class Scenario:
 
     def arrange(self, a: Any, buffer: bool = False) -> Any:
         """`a` held in the scenario's layout (as it is without one); `buffer`: `a` will be written into."""
-        if self.layout is None:
-            return a
-        from ._layouts import arranged
-
-        return arranged(self.layout, a, buffer)
+        return a if self.layout is None else self.layout.hold(a, buffer)
 
     def fresh_x(self) -> Any:
         """A new copy of x for one call, in the scenario's layout."""

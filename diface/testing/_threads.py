@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from .. import _operators as ops
-from .._prep import OPERATORS
+from .._engines import namespace_of
+from .._optable import OPERATORS
 from ._check import Failure, _tangents, _y_dtype
 from ._scenarios import Scenario
 
@@ -44,11 +45,11 @@ def check_threads(
         []
     """
     spec = OPERATORS[operator]
-    f = scenario.bind(backend.array_namespace())
+    f = scenario.bind(namespace_of(backend))
     y_dtype = _y_dtype(scenario)
     plain = getattr(ops, operator)
     kwargs: dict[str, Any] = {"y": np.zeros(scenario.y_shape, y_dtype)} if scenario.inplace else {}
-    prep_extra = () if spec.extra is None else (_tangents(scenario, operator, 2, None),)
+    prep_extra = () if spec.tangent is None else (_tangents(scenario, operator, 2, None),)
     failures: list[Failure] = []
 
     def fail(variant: str, message: str) -> None:
@@ -72,7 +73,7 @@ def check_threads(
                 self.x = scenario.arrange(np.array(shifted, dtype=x.dtype))
             else:  # a Python or NumPy scalar
                 self.x = type(x)(shifted)
-            self.extra = () if spec.extra is None else (_tangents(scenario, operator, 10 + k, None),)
+            self.extra = () if spec.tangent is None else (_tangents(scenario, operator, 10 + k, None),)
             self.plain = self.call(0, None)
             self.full = self.call(1, None)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._engines import namespace_of
 from .._trees import TreeInfo, flattener_for, tree_paths
 from ._check import Failure
 
@@ -188,10 +189,10 @@ def check_tree_operator(
     `di.op(..., prep=)` and the prep's method), plain and full variant, each twice; the tree layout
     checked against the references, and `output="matrix"` for jacobian and hessian."""
     from .. import _operators as ops
-    from .._prep import OPERATORS
+    from .._optable import OPERATORS
 
     spec = OPERATORS[operator]
-    xp = backend.array_namespace()
+    xp = namespace_of(backend)
     f = scenario.bind(xp)
     failures: list[Failure] = []
 
@@ -199,9 +200,9 @@ def check_tree_operator(
         failures.append(Failure(backend.label(), scenario.name, operator, variant, message))
 
     x, prep_x = _convert(xp, scenario.x), _convert(xp, scenario.prep_x)
-    t_np = _tangent(scenario, operator, 1) if spec.extra else None
-    extra = (_convert(xp, t_np),) if spec.extra else ()
-    prep_extra = (_convert(xp, _tangent(scenario, operator, 2)),) if spec.extra else ()
+    t_np = _tangent(scenario, operator, 1) if spec.tangent else None
+    extra = (_convert(xp, t_np),) if spec.tangent else ()
+    prep_extra = (_convert(xp, _tangent(scenario, operator, 2)),) if spec.tangent else ()
     want = expected(scenario, operator, t_np)
     plain, full = getattr(ops, operator), getattr(ops, spec.full_name)
     try:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..._arrays import ArrayOps, register_array_ops
-from ..._errors import NotSupportedError
+from ..._errors import ArgumentError, NotSupportedError
 
 __all__ = ["X64_HINT", "JaxOps", "device_of"]
 
@@ -121,6 +122,43 @@ class JaxOps(ArrayOps):
     def imag(self, a: Any) -> Any:
         return self.jnp.imag(a)
 
+    def block_until_ready(self, a: Any) -> None:
+        self.jax.block_until_ready(a)
+
+    def to_host(self, a: Any, what: str = "x") -> np.ndarray:
+        """Through DLPack (zero-copy on the CPU); an array on an accelerator is refused: the boundary
+        between engines passes host memory."""
+        devices = getattr(a, "devices", None)
+        if devices is not None:
+            platforms = {d.platform for d in devices()}
+            if platforms - {"cpu"}:
+                raise ArgumentError(
+                    f"DifferentiateWith: {what} is a JAX array on {sorted(platforms)}; the boundary between "
+                    "engines passes host memory: jax.device_put it on the CPU first"
+                )
+        try:
+            return np.from_dlpack(a)
+        except (TypeError, RuntimeError, BufferError):
+            return np.asarray(a)
+
+    def from_host(self, a: np.ndarray) -> Any:
+        if not (a.flags.writeable and a.flags.aligned and a.flags.c_contiguous):
+            a = np.array(a, order="C")
+        try:
+            return self.jnp.from_dlpack(a)
+        except (TypeError, RuntimeError, BufferError, ValueError):
+            return self.jnp.asarray(a)
+
+    def compile(self, fn: Callable) -> Callable:
+        return self.jax.jit(fn)
+
+    def split(self, a: Any, sizes: tuple) -> list:
+        # one split, whose transpose is one concatenate: a flat gradient stays one concatenation of the
+        # parts' gradients (slices would transpose to a pad and an add per part)
+        if len(sizes) < 2:
+            return super().split(a, sizes)
+        return list(self.jax.lax.split(a, sizes))
+
     # linear solves (Jacobian-inverse products): jax.scipy, on the arrays' device ----------------------
     def lu_factor(self, a: Any) -> Any:
         return self.jax.scipy.linalg.lu_factor(a)
@@ -130,6 +168,9 @@ class JaxOps(ArrayOps):
 
     def lu_diagonal(self, factors: Any) -> np.ndarray:
         return np.asarray(self.jnp.diagonal(factors[0]))
+
+    def is_sparse(self, a: Any) -> bool:
+        return hasattr(a, "todense") and not isinstance(a, self.jax.Array)  # a BCOO
 
     def sparse_to_dense(self, a: Any) -> Any:
         return a.todense()

@@ -53,6 +53,29 @@ class TorchOps(ArrayOps):
         except (RuntimeError, TypeError):  # on a device, requiring grad, conjugated or negated lazily
             return a.numpy(force=True)
 
+    def to_host(self, a: Any, what: str = "x") -> np.ndarray:
+        """Through DLPack (zero-copy for a contiguous CPU tensor); a tensor on a device is refused: the
+        boundary between engines passes host memory."""
+        if not isinstance(a, self.Tensor):
+            return np.asarray(a)
+        a = a.detach()
+        if a.device.type != "cpu":
+            raise ArgumentError(
+                f"DifferentiateWith: {what} is a torch tensor on {a.device}; the boundary between engines "
+                "passes host memory: move it with .cpu() (and the result back with .to(device)), or "
+                "differentiate with the engine that owns the device"
+            )
+        a = a.resolve_conj().resolve_neg()
+        if not a.is_contiguous():
+            a = a.contiguous()  # DLPack exports strided tensors, but NumPy code expects C order
+        try:
+            return np.from_dlpack(a)
+        except (TypeError, RuntimeError, BufferError):
+            return a.numpy()
+
+    def from_host(self, a: np.ndarray) -> Any:
+        return self.torch.from_dlpack(exportable(a))
+
     def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any:
         return self.torch.zeros(shape, dtype=self._dtype(dtype), device=device_of(like))
 
@@ -167,6 +190,9 @@ class TorchOps(ArrayOps):
     def lu_diagonal(self, factors: Any) -> np.ndarray:
         return self.to_numpy(self.torch.diagonal(factors[0])).copy()
 
+    def is_sparse(self, a: Any) -> bool:
+        return isinstance(a, self.Tensor) and a.layout != self.torch.strided
+
     def sparse_to_dense(self, a: Any) -> Any:
         return a.to_dense()
 
@@ -246,3 +272,11 @@ def device_of(like: Any) -> Any:
 
 
 register_array_ops("torch", TorchOps)
+
+
+def exportable(a: np.ndarray) -> np.ndarray:
+    """`a`, or a copy that DLPack and torch accept (writable, aligned, C-contiguous)."""
+    a = np.asarray(a)
+    if not (a.flags.writeable and a.flags.aligned and a.flags.c_contiguous):
+        return np.array(a, order="C")
+    return a

@@ -1,4 +1,5 @@
-"""Outer engine torch: `torch.autograd.Function`s for f, its pushforward, pullback and hvp."""
+"""`DifferentiateWith` with torch outside: `torch.autograd.Function`s for f, its pushforward, pullback and
+hvp, each asking the inner backend (`dw.inner`) on host arrays."""
 
 from __future__ import annotations
 
@@ -7,19 +8,47 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._errors import NotSupportedError
-from ._convert import to_numpy, to_torch
-from ._inner import third_order
+from ..._errors import NotSupportedError
+from .ops import TorchOps, exportable
 
-__all__ = ["call"]
+__all__ = ["TorchBoundary"]
+
+_OPS = TorchOps()
 
 
 def _np(a: Any) -> np.ndarray:
-    return to_numpy(a)
+    return _OPS.to_host(a)
+
+
+def to_torch(a: np.ndarray, like: Any = None) -> Any:
+    t = torch.from_dlpack(exportable(a))
+    if like is not None and like.device != t.device:
+        t = t.to(like.device)
+    return t
 
 
 def _constants(constants: tuple) -> tuple:
-    return tuple(to_numpy(c, "a constant") if isinstance(c, torch.Tensor) else c for c in constants)
+    return tuple(_OPS.to_host(c, "a constant") if isinstance(c, torch.Tensor) else c for c in constants)
+
+
+class TorchBoundary:
+    """torch outside `DifferentiateWith` (a `diface._boundary.Boundary`)."""
+
+    def owns(self, a: Any) -> bool:
+        return isinstance(a, torch.Tensor)
+
+    def call(self, dw: Any, x: Any, constants: tuple) -> Any:
+        return call(dw, x, constants)
+
+    def inner_pushforward(self, f: Any, x: np.ndarray, t: np.ndarray, constants: tuple) -> np.ndarray | None:
+        """With torch inside too, while torch's forward AD is taken by the outer engine (one level, and
+        it is open): J t by two reverse sweeps instead."""
+        if torch.autograd.forward_ad._current_level < 0:
+            return None
+        cs = tuple(to_torch(c) if isinstance(c, np.ndarray) else c for c in constants)
+        with torch.enable_grad():
+            _, jt = torch.autograd.functional.jvp(lambda x: f(x, *cs), to_torch(x), to_torch(t))
+        return _np(jt)
 
 
 def call(dw: Any, x: Any, constants: tuple) -> Any:
@@ -156,11 +185,11 @@ class _Hvp(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *_: Any) -> Any:  # type: ignore[override]
-        raise third_order(ctx.dw.f)
+        raise ctx.dw.inner.third_order()
 
     @staticmethod
     def jvp(ctx: Any, *_: Any) -> Any:  # type: ignore[override]
-        raise third_order(ctx.dw.f)
+        raise ctx.dw.inner.third_order()
 
     @staticmethod
     def vmap(info: Any, in_dims: tuple, x: Any, g: Any, v: Any, dw: Any, constants: tuple) -> Any:  # type: ignore[override]

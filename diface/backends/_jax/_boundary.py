@@ -11,11 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_derivatives import linear_call
 
-from .._errors import NotSupportedError
-from ._convert import kind_of, split_constants, to_numpy
-from ._inner import third_order
+from ..._boundary import split_constants
+from ..._errors import NotSupportedError
 
-__all__ = ["call"]
+__all__ = ["JaxBoundary"]
 
 VMAP_METHOD = "sequential"
 
@@ -67,8 +66,8 @@ def _y_spec(dw: Any, x: Any, arrays: list, rebuild: Any) -> jax.ShapeDtypeStruct
     spec = dw._outer.get(key)
     if spec is None:
         concrete = not any(isinstance(a, jax.core.Tracer) for a in (x, *arrays))
-        xv = to_numpy(x) if concrete else np.ones(x.shape, x.dtype)
-        cs = rebuild([to_numpy(a) if concrete else np.ones(np.shape(a), a.dtype) for a in arrays])
+        xv = np.asarray(x) if concrete else np.ones(x.shape, x.dtype)
+        cs = rebuild([np.asarray(a) if concrete else np.ones(np.shape(a), a.dtype) for a in arrays])
         y = dw.inner.value(xv, cs)
         spec = jax.ShapeDtypeStruct(y.shape, y.dtype)
         dw._outer[key] = spec
@@ -79,7 +78,7 @@ def call(dw: Any, x: Any, constants: tuple) -> Any:
     inner = dw.inner
     arrays, rebuild = split_constants(constants)
     x = jnp.asarray(x)
-    arrays = [jnp.asarray(a) if kind_of(a) != "jax" else a for a in arrays]
+    arrays = [a if isinstance(a, jax.Array) else jnp.asarray(a) for a in arrays]
     arrays = [jax.lax.stop_gradient(a) for a in arrays]
     y_spec = _y_spec(dw, x, arrays, rebuild)
     x_spec = jax.ShapeDtypeStruct(x.shape, x.dtype)
@@ -106,7 +105,7 @@ def call(dw: Any, x: Any, constants: tuple) -> Any:
 
     @hvp.defjvp
     def _hvp_jvp(primals: tuple, tangents: tuple) -> Any:
-        raise third_order(dw.f)
+        raise dw.inner.third_order()
 
     @jax.custom_jvp
     def pull(x: Any, g: Any, *arrs: Any) -> Any:
@@ -155,3 +154,16 @@ def call(dw: Any, x: Any, constants: tuple) -> Any:
         return value(x, *arrs), ty
 
     return value(x, *arrays)
+
+
+class JaxBoundary:
+    """JAX outside `DifferentiateWith` (a `diface._boundary.Boundary`)."""
+
+    def owns(self, a: Any) -> bool:
+        return isinstance(a, (jax.Array, jax.core.Tracer))
+
+    def call(self, dw: Any, x: Any, constants: tuple) -> Any:
+        return call(dw, x, constants)
+
+    def inner_pushforward(self, f: Any, x: np.ndarray, t: np.ndarray, constants: tuple) -> None:
+        return None

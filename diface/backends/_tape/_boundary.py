@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from ..backends._tape._graph import Traced
-from ..backends._tape._prim import InputsFrom, Prim, into
-from ._inner import third_order
+from ..._boundary import split_constants
+from ._graph import Traced
+from ._prim import InputsFrom, Prim, into
 
-__all__ = ["call"]
+__all__ = ["TapeBoundary"]
 
 
 class _Op(Prim):
@@ -54,10 +54,10 @@ class _Push(_Op):
         return into(out, inner.batched(inner.pushforward, np.asarray(x), np.asarray(t), rebuild(cs), batch))
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, **params: Any) -> Any:
-        raise third_order(self.dw.f)
+        raise self.dw.inner.third_order()
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, **params: Any) -> Any:
-        raise third_order(self.dw.f)
+        raise self.dw.inner.third_order()
 
 
 class _Pull(_Op):
@@ -73,7 +73,7 @@ class _Pull(_Op):
         tx, tg = ts[0], ts[1]
         rebuild = params["rebuild"]
         if params.get("batch", 0):
-            raise third_order(self.dw.f)
+            raise self.dw.inner.third_order()
         ops = _ops(self.dw)
         r = None
         if tx is not None:
@@ -84,7 +84,7 @@ class _Pull(_Op):
         return into(out, r)
 
     def vjp(self, i: int, ins: tuple, y: Any, w: Any, b: int, out: Any = None, **params: Any) -> Any:
-        raise third_order(self.dw.f)
+        raise self.dw.inner.third_order()
 
 
 class _Hvp(_Op):
@@ -97,10 +97,10 @@ class _Hvp(_Op):
         return into(out, inner.batched(lambda x, v, cs: inner.hvp(x, g, v, cs), x, v, cs, batch))
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, **params: Any) -> Any:
-        raise third_order(self.dw.f)
+        raise self.dw.inner.third_order()
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, **params: Any) -> Any:
-        raise third_order(self.dw.f)
+        raise self.dw.inner.third_order()
 
 
 def _ops(dw: Any) -> dict:
@@ -114,7 +114,18 @@ def _ops(dw: Any) -> dict:
 
 
 def call(dw: Any, x: Any, constants: tuple) -> Any:
-    from ._convert import split_constants
-
     arrays, rebuild = split_constants(constants)
     return _ops(dw)["value"](x, *arrays, rebuild=rebuild)
+
+
+class TapeBoundary:
+    """AutoTape outside `DifferentiateWith` (a `diface._boundary.Boundary`)."""
+
+    def owns(self, a: Any) -> bool:
+        return isinstance(a, Traced)
+
+    def call(self, dw: Any, x: Any, constants: tuple) -> Any:
+        return call(dw, x, constants)
+
+    def inner_pushforward(self, f: Any, x: np.ndarray, t: np.ndarray, constants: tuple) -> None:
+        return None

@@ -7,13 +7,12 @@ from typing import Any
 
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
-from autograd.tracer import getval
+from autograd.tracer import Box, getval
 
-from .._errors import NotSupportedError
-from ._convert import to_numpy
-from ._inner import third_order
+from ..._boundary import to_host
+from ..._errors import NotSupportedError
 
-__all__ = ["call"]
+__all__ = ["AutogradBoundary"]
 
 
 def _primitives(dw: Any) -> tuple:
@@ -40,7 +39,7 @@ def _primitives(dw: Any) -> tuple:
         return inner.hvp(np.asarray(x), np.asarray(g), np.asarray(v), cs)
 
     def refuse(*_: Any) -> Any:
-        raise third_order(dw.f)
+        raise dw.inner.third_order()
 
     def forward_over_forward(*_: Any) -> Any:
         raise NotSupportedError(
@@ -71,5 +70,18 @@ def _primitives(dw: Any) -> tuple:
 
 def call(dw: Any, x: Any, constants: tuple) -> Any:
     value = _primitives(dw)[0]
-    cs = tuple(to_numpy(getval(c), "a constant") if hasattr(c, "shape") else getval(c) for c in constants)
+    cs = tuple(to_host(getval(c), "a constant") if hasattr(c, "shape") else getval(c) for c in constants)
     return value(x, cs)
+
+
+class AutogradBoundary:
+    """autograd outside `DifferentiateWith` (a `diface._boundary.Boundary`)."""
+
+    def owns(self, a: Any) -> bool:
+        return isinstance(a, Box)
+
+    def call(self, dw: Any, x: Any, constants: tuple) -> Any:
+        return call(dw, x, constants)
+
+    def inner_pushforward(self, f: Any, x: np.ndarray, t: np.ndarray, constants: tuple) -> None:
+        return None

@@ -1,0 +1,362 @@
+"""Trees and auxiliary outputs: the codec between the user's structured arguments and a flat problem.
+
+When `x`, `y`, a tangent or what `f` returns is a tree (see `diface._trees`), or `has_aux=True` or
+`output="matrix"` is asked for, the call path prepares the flat problem
+`f_flat(x_flat) = ravel(f(unravel(x_flat)))` in its place with the ordinary machinery (x_flat: the raveled
+leaves, one concatenation; unravel: slices of x_flat reshaped to the leaves' shapes, which every engine
+differentiates), and the preparation holds a `TreeCodec`. At each call the codec ravels x, the tangents
+and y, each in its own array library (NumPy leaves give a NumPy vector, which the call path then
+converts like any NumPy argument), and cuts the flat results back into trees laid out as JAX and
+`torch.func` lay them out. Array problems have no codec: nothing here runs for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._arrays import NUMPY, ArrayOps, ops_for
+from ._convert import native_context_value, native_x
+from ._errors import ArgumentError, ShapeError
+from ._optable import Operator
+from ._strict import labelled
+from ._trees import TreeInfo, flattener_for, is_tree, tree_paths
+
+__all__ = ["OUTPUTS", "Flat", "TreeCodec", "make_codec", "structured"]
+
+OUTPUTS = ("tree", "matrix")
+
+
+def structured(x: Any, y: Any, has_aux: bool, output: str) -> bool:
+    """Whether a call needs a codec: a tree x or y, `has_aux`, or another layout than the default."""
+    return (
+        has_aux
+        or output != "tree"
+        or (not hasattr(x, "shape") and is_tree(x))
+        or (y is not None and not hasattr(y, "shape") and is_tree(y))
+    )
+
+
+@dataclass(frozen=True)
+class Flat:
+    """The flat problem a codec stands for: its function and the flat arguments to prepare it at."""
+
+    f: Callable
+    x: Any
+    extra: Any
+    y: Any
+
+
+def split_aux(out: Any, where: str) -> tuple[Any, Any]:
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise ArgumentError(f"{where}: with has_aux=True, f must return a pair (output, aux), got {type(out).__name__}")
+    return out
+
+
+def _concat_traced(parts: list) -> Any:
+    """1-D parts (traced by some engine) joined by the library of the first part that is not NumPy
+    (NumPy's concatenate for NumPy parts, and for arrays NumPy hands their operations to)."""
+    ops = next((o for o in map(ops_for, parts) if o is not None and o is not NUMPY), NUMPY)
+    if ops is NUMPY:
+        return np.concatenate(parts)
+    ref = next(p for p in parts if ops.is_native(p))
+    return ops.concat([p if ops.is_native(p) else ops.asarray(p, like=ref) for p in parts])
+
+
+def _ravel_traced(info: TreeInfo, tree: Any, where: str) -> Any:
+    leaves, spec = info.flattener.flatten(tree)
+    if spec != info.spec:
+        raise ArgumentError(f"{where}: f returned {info.describe_structure_difference(tree, 'its output')}")
+    parts = [v.reshape(-1) if hasattr(v, "reshape") else np.asarray(v, dtype=np.float64).reshape(-1) for v in leaves]
+    return parts[0] if len(parts) == 1 else _concat_traced(parts)
+
+
+def _same_structure(info: TreeInfo, t: Any) -> bool:
+    try:
+        return info.flattener.flatten(t)[1] == info.spec
+    except Exception:
+        return False
+
+
+def make_codec(
+    op: Operator,
+    f: Callable,
+    backend: Any,
+    x: Any,
+    extra: Any,
+    contexts: tuple,
+    y: Any,
+    has_aux: bool,
+    output: str,
+    where: str,
+) -> tuple[TreeCodec, Flat]:
+    """The codec of a structured call, and the flat problem to prepare in its place."""
+    if output not in OUTPUTS:
+        raise ArgumentError(f"{where}: output= must be 'tree' or 'matrix', got {output!r}")
+    xi = TreeInfo(x, "x", where) if is_tree(x) else None
+    xf = xi.ravel_leaves(xi.flattener.flatten(x)[0]) if xi is not None else x
+    if y is not None:
+        yi = TreeInfo(y, "y", where) if is_tree(y) else None
+        yf = yi.ravel_leaves(yi.flattener.flatten(y)[0]) if yi is not None else y
+    else:
+        out = f(*_as_f_sees_it(backend, xi, xf, contexts))
+        if has_aux:
+            out, _ = split_aux(out, where)
+        # f's output at the user's x (NumPy leaves, say) may mix libraries: only its structure counts
+        tree_out = isinstance(out, (list, tuple, dict)) or is_tree(out)
+        yi = TreeInfo(out, "y", where, one_library=False) if tree_out else None
+        yf = None
+    name = op.name
+    if y is not None:
+
+        def f_flat_inplace(yv: Any, xv: Any, *cv: Any) -> None:
+            f(yi.unravel_traced(yv) if yi is not None else yv, xi.unravel_traced(xv) if xi is not None else xv, *cv)
+
+        f_flat: Callable = f_flat_inplace
+    else:
+
+        def f_flat(xv: Any, *cv: Any) -> Any:
+            out = f(xi.unravel_traced(xv) if xi is not None else xv, *cv)
+            if has_aux:
+                out = split_aux(out, name)[0]
+            return _ravel_traced(yi, out, name) if yi is not None else out
+
+    codec = TreeCodec(op, f, xi, yi, has_aux, output, extra)
+    flat_extra = codec.tangents_in(extra, where) if op.tangent is not None else extra
+    return codec, Flat(f_flat, xf, flat_extra, yf)
+
+
+def _as_f_sees_it(backend: Any, xi: TreeInfo | None, xf: Any, contexts: tuple) -> tuple:
+    """x and the context values as f receives them from `backend` (NumPy input in its arrays: torch
+    tensors, say), for the one evaluation that finds the structure of f's output."""
+    ops = backend.array_ops(xf)
+    xn = xf if ops.is_native(xf) else native_x(ops, xf)
+    cv = tuple(native_context_value(ops, c.value, xn) for c in contexts)
+    return (xi.unravel_traced(xn) if xi is not None else xn, *cv)
+
+
+class TreeCodec:
+    """Ravels a structured call's arguments and cuts the flat results back (see the module docstring)."""
+
+    def __init__(
+        self,
+        op: Operator,
+        f: Callable,
+        xi: TreeInfo | None,
+        yi: TreeInfo | None,
+        has_aux: bool,
+        output: str,
+        extra: Any,
+    ) -> None:
+        self.op = op
+        self.f = f
+        self.xi, self.yi = xi, yi
+        self.has_aux = has_aux
+        self.output = output
+        #: a tuple of tangents (rather than one tangent that is a tuple-shaped tree)
+        self.batched = op.tangent is not None and self._batched(extra)
+        self.nx = xi.n if xi is not None else None
+        self.ny = yi.n if yi is not None else None
+
+    def _batched(self, extra: Any) -> bool:
+        info = self.xi if self.op.tangent == "tx" else self.yi
+        return type(extra) is tuple and (info is None or not _same_structure(info, extra))
+
+    def bind(self, ops: ArrayOps, x_shape: tuple, y_shape: tuple) -> None:
+        """The flat problem's arrays and sizes (for the blocks of Jacobians and Hessians)."""
+        self.ops = ops
+        self.x_shape, self.y_shape = tuple(x_shape), tuple(y_shape)
+        self.nx = int(np.prod(x_shape, dtype=np.int64))
+        self.ny = int(np.prod(y_shape, dtype=np.int64))
+
+    # -- arguments in -------------------------------------------------------------------------------------
+    def x_leaves(self, x: Any) -> tuple[list | None, bool]:
+        """(x's leaves, whether they have the prepared specs: the strict check's quick test)."""
+        xi = self.xi
+        if xi is None:
+            return None, True
+        leaves, spec = xi.flattener.flatten(x)
+        return leaves, xi.matches(leaves, spec)
+
+    def x_in(self, x: Any, leaves: list | None, matched: bool, where: str) -> Any:
+        """x raveled (its leaves from `x_leaves`)."""
+        xi = self.xi
+        if xi is None:
+            return x
+        if not matched:
+            leaves = xi.leaves_of(x, where)  # a clear error where the structure or a shape differs
+        return xi.ravel_leaves(leaves)
+
+    def tangents_in(self, extra: Any, where: str) -> Any:
+        info = self.xi if self.op.tangent == "tx" else self.yi
+        if self._batched(extra) != self.batched:
+            raise ArgumentError(
+                f"{where}: prepared for {'a tuple of tangents' if self.batched else 'one tangent'}, called with "
+                f"{'a tuple' if not self.batched else 'one'}"
+            )
+        if info is None:
+            return extra
+        label = self.op.tangent or "t"
+        if self.batched:
+            return tuple(info.ravel_leaves(info.leaves_of(t, where, f"{label}[{i}]")) for i, t in enumerate(extra))
+        return info.ravel_leaves(info.leaves_of(extra, where, label))
+
+    def y_in(self, y: Any, where: str) -> Any:
+        yi = self.yi
+        return yi.ravel_leaves(yi.leaves_of(y, where)) if yi is not None else y
+
+    def y_back(self, y: Any, yf: Any, where: str) -> None:
+        """The flat output buffer written back into the leaves of the user's y."""
+        yi = self.yi
+        if yi is not None and yf is not None:
+            for buf, v in zip(yi.leaves_of(y, where), yi.split(yf)):
+                (ops_for(buf) or NUMPY).copyto(buf, v)
+
+    def labelled(self, x: Any, extra: Any, contexts: tuple, y: Any) -> tuple[tuple, tuple]:
+        """`(labels, values)` for the strict check: every leaf of x, of the tangents and of y by its path."""
+        labels, values = labelled(None, x, None, contexts, None)
+        pairs = self._leaves("x", x, self.xi)
+        tangent = self.op.tangent
+        if tangent is not None:
+            info = self.xi if tangent == "tx" else self.yi
+            if type(extra) is tuple and self.batched:
+                for i, t in enumerate(extra):
+                    pairs += self._leaves(f"{tangent}[{i}]", t, info)
+            else:
+                pairs += self._leaves(tangent, extra, info)
+        tail = self._leaves("y", y, self.yi) if y is not None else []
+        return (
+            (*(p for p, _ in pairs), *labels[1:], *(p for p, _ in tail)),
+            (*(v for _, v in pairs), *values[1:], *(v for _, v in tail)),
+        )
+
+    def structure(self, x: Any, extra: Any, y: Any) -> tuple[str, ...]:
+        """How the trees of a call differ from the prepared ones in their containers, if they do."""
+        found = []
+        pairs = [(self.xi, x, "x"), (self.yi, y, "y")]
+        if self.op.tangent is not None:
+            info = self.xi if self.op.tangent == "tx" else self.yi
+            tangents = extra if type(extra) is tuple and self.batched else (extra,)
+            pairs += [(info, t, self.op.tangent) for t in tangents]
+        for info, tree, label in pairs:
+            if info is not None and tree is not None and not _same_structure(info, tree):
+                found.append(info.describe_structure_difference(tree, label))
+        return tuple(found)
+
+    @staticmethod
+    def _leaves(label: str, tree: Any, info: TreeInfo | None) -> list[tuple[str, Any]]:
+        if info is None or not is_tree(tree):
+            return [(label, tree)]
+        return tree_paths(tree, label)
+
+    # -- results out --------------------------------------------------------------------------------------
+    def decode(self, kind: str, d: Any) -> Any:
+        """One flat result as the user gets it: a tree like x or y, or blocks of a Jacobian or Hessian."""
+        if kind == "x":
+            return self.xi.unravel(_flat(d)) if self.xi is not None else d
+        if kind == "y":
+            return self.yi.unravel(_flat(d)) if self.yi is not None else d
+        rows, cols = (self.yi, self.xi) if kind == "jac" else (self.xi, self.xi)
+        return self._blocks(d, rows, cols, self.ny if kind == "jac" else self.nx, self.nx)
+
+    def decode_all(self, results: Any, full: bool) -> Any:
+        """The flat results of a call (the plain result, or the full variant's tuple) as trees."""
+        op = self.op
+        kinds = op.kinds
+        if not full:
+            return self._decode_level(kinds[-1], results, True)
+        levels = results[1:] if op.value_first else results
+        decoded = tuple(self._decode_level(k, d, i == len(kinds) - 1) for i, (k, d) in enumerate(zip(kinds, levels)))
+        return (self.decode("y", results[0]), *decoded) if op.value_first else decoded
+
+    def _decode_level(self, kind: str, d: Any, last: bool) -> Any:
+        if last and self.batched:
+            return tuple(self.decode(kind, v) for v in d)
+        return self.decode(kind, d)
+
+    def _blocks(self, d: Any, rows: TreeInfo | None, cols: TreeInfo | None, nrows: int, ncols: int) -> Any:
+        ops = self.ops
+        scipy_sparse = hasattr(d, "tocsr")
+        if self.output == "matrix":
+            return d if scipy_sparse else d.reshape(nrows, ncols)
+        if rows is None and cols is None:
+            return d
+        if scipy_sparse:
+            m = d.tocsr()
+        elif ops.is_sparse(d):
+            m = ops.reshape(ops.sparse_to_dense(d), (nrows, ncols))
+        else:
+            m = d.reshape(nrows, ncols)
+        # an array output (rows None) is one block of rows; an array x one block of columns
+        r_shapes = rows.shapes if rows is not None else (self.y_shape,)
+        c_shapes = cols.shapes if cols is not None else (self.x_shape,)
+        r_off = rows.offsets if rows is not None else (0, nrows)
+        c_off = cols.offsets if cols is not None else (0, ncols)
+
+        def block(i: int, j: int) -> Any:
+            b = m[r_off[i] : r_off[i + 1], c_off[j] : c_off[j + 1]]
+            shape = r_shapes[i] + c_shapes[j]
+            if scipy_sparse:
+                return b if len(shape) == 2 else b.toarray().reshape(shape)
+            return b.reshape(shape)
+
+        def inner_tree(i: int) -> Any:
+            if cols is None:
+                return block(i, 0)
+            return cols.unflatten([block(i, j) for j in range(len(c_shapes))])
+
+        if rows is None:
+            return inner_tree(0)
+        return rows.unflatten([inner_tree(i) for i in range(len(r_shapes))])
+
+    # -- out= trees ---------------------------------------------------------------------------------------
+    def out_levels(self, out: Any, full: bool, where: str) -> tuple:
+        """The out= buffers, one tree per result level (checked leaf by leaf when written)."""
+        n_levels = len(self.op.kinds) if full else 1
+        levels = out if n_levels > 1 else (out,)
+        if not isinstance(levels, tuple) or len(levels) != n_levels:
+            raise ArgumentError(f"{where}: out= must be a tuple of {n_levels} buffers")
+        return levels
+
+    def write(self, where: str, buffers: tuple, results: tuple) -> tuple:
+        """Copy results into the out= trees, after checking every buffer."""
+        pairs = []
+        batched = self.batched and self.op.tangent is not None
+        for buf_tree, res in zip(buffers, results):
+            res_items = res if isinstance(res, tuple) and batched else None
+            for b_tree, r_tree in zip(buf_tree, res_items) if res_items is not None else ((buf_tree, res),):
+                r_leaves, r_spec = flattener_for(r_tree).flatten(r_tree)
+                b_leaves, b_spec = flattener_for(b_tree).flatten(b_tree)
+                if r_spec != b_spec or len(r_leaves) != len(b_leaves):
+                    raise ShapeError(f"{where}: out= has another tree structure than the result")
+                for bl, rl in zip(b_leaves, r_leaves):
+                    if tuple(getattr(bl, "shape", ())) != tuple(rl.shape):
+                        raise ShapeError(
+                            f"{where}: an out= buffer has shape {tuple(bl.shape)}, its result leaf {tuple(rl.shape)}"
+                        )
+                    dtype = getattr(bl, "dtype", None)
+                    if dtype != rl.dtype:
+                        raise ArgumentError(f"{where}: an out= buffer has dtype {dtype}, its result leaf {rl.dtype}")
+                    pairs.append((bl, rl))
+        for bl, rl in pairs:
+            (ops_for(bl) or NUMPY).copyto(bl, rl)
+        return buffers
+
+    # -- aux --------------------------------------------------------------------------------------------
+    def aux(self, xn: Any, cv: tuple, ops: ArrayOps, to_user: bool) -> Any:
+        """f's auxiliary output at the native flat x and context values, by one plain evaluation of f with
+        its arguments as the kernels give them; native arrays in it as NumPy arrays for NumPy input."""
+        x_tree = self.xi.unravel_traced(xn) if self.xi is not None else xn
+        aux = split_aux(self.f(x_tree, *cv), self.op.name)[1]
+        if not to_user:
+            return aux
+        flattener = flattener_for(aux)
+        leaves, spec = flattener.flatten(aux)
+        return flattener.unflatten(spec, [ops.to_numpy(v) if ops.is_native(v) else v for v in leaves])
+
+
+def _flat(d: Any) -> Any:
+    return d.reshape(-1) if getattr(d, "ndim", 1) != 1 else d

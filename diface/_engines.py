@@ -1,0 +1,75 @@
+"""The engines diface ships, as the command line and the test kit know them.
+
+Each engine package registers its backend class here with the name it has on the command line
+(`python -m diface compare --backends NAME[:ARG]`), the module functions for it are written with (the
+test kit binds its scenarios to it: `numpy`, `autograd.numpy`, `torch`, `jax.numpy`) and any global
+setting the float64 kit needs first (JAX's 64-bit mode). The core never reads this registry; the
+backend contract carries none of it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+__all__ = ["Engine", "engine_of", "engines", "namespace_of", "register_engine"]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One registered engine (see the module docstring)."""
+
+    backend: type
+    name: str
+    namespace: str
+    float64: Callable[[], None] | None = None
+
+    def module(self) -> ModuleType:
+        """The module functions for this engine are written with (imported now)."""
+        return importlib.import_module(self.namespace)
+
+    def configure_for_float64(self) -> None:
+        """Switch the engine to 64-bit floats where that is a global setting (nothing for most)."""
+        if self.float64 is not None:
+            self.float64()
+
+
+_ENGINES: dict[str, Engine] = {}
+
+
+def register_engine(backend: type, *, name: str, namespace: str, float64: Callable[[], None] | None = None) -> Engine:
+    """Register `backend` (a `Backend` subclass) under the command-line `name`, with the module its
+    functions are written with; `float64` switches the engine to 64-bit floats where that is global."""
+    engine = Engine(backend, name, namespace, float64)
+    _ENGINES[name] = engine
+    return engine
+
+
+def engines() -> dict[str, Engine]:
+    """The registered engines by command-line name (their backend classes; no framework is imported)."""
+    return dict(_ENGINES)
+
+
+def engine_of(backend: Any) -> Engine | None:
+    """The engine that runs f for `backend`: its own, or, through wrappers (`SecondOrder`, `AutoSparse`,
+    `MixedMode`), the engine of the backend they wrap."""
+    while True:
+        for engine in _ENGINES.values():
+            if type(backend) is engine.backend:
+                return engine
+        inner = getattr(backend, "wrapped", None)
+        if inner is None:
+            for engine in _ENGINES.values():  # a subclass of a registered engine
+                if isinstance(backend, engine.backend):
+                    return engine
+            return None
+        backend = inner
+
+
+def namespace_of(backend: Any) -> ModuleType:
+    """The module functions for `backend` are written with (NumPy for an engine nobody registered)."""
+    engine = engine_of(backend)
+    return engine.module() if engine is not None else importlib.import_module("numpy")

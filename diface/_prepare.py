@@ -1,0 +1,311 @@
+"""Preparing an operator, and calling one: the entry of every public operator.
+
+`prepare(op, ...)` validates the arguments, converts them to the backend's arrays, builds the `Problem`
+and asks the backend for its `Kernel`; structured calls (trees, `has_aux`, `output="matrix"`) first get
+a codec and prepare the flat problem it stands for, the same way. `call(op, ...)` prepares for one call
+(unprepared operators) or checks and reuses the preparation given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._backend import Backend, require_backend
+from ._codec import TreeCodec, make_codec, structured
+from ._contexts import Constant, check_contexts
+from ._convert import check_floating, kind, native_context_value, native_tangent, native_x, snapshot
+from ._errors import ArgumentError, NotSupportedError, PreparationMismatchError, ShapeError
+from ._kernel import Kernel
+from ._optable import Operator
+from ._prep import PREP_CLASSES, Prep
+from ._problem import Problem, TreeOutput, dtype_of, shape_of, size_of
+from ._strict import Guard, labelled
+
+__all__ = ["call", "prepare", "prepare_kernel"]
+
+
+def prepare_kernel(
+    op: Operator, backend: Backend, problem: Problem, tangents: tuple | None, same_point: bool, options: Any = None
+) -> Kernel:
+    """The backend's kernel for operator `op` on `problem` (with native `tangents` for the operators
+    that take them, and the operator's `options`, such as an inverse product's solver, where it has any)."""
+    if op.tangent is None:
+        return getattr(backend, f"prepare_{op.name}")(problem)
+    suffix = "_same_point" if same_point else ""
+    prepare_op = getattr(backend, f"prepare_{op.name}{suffix}")
+    return prepare_op(problem, tangents) if options is None else prepare_op(problem, tangents, options)
+
+
+def prepare(
+    op: Operator,
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    extra: Any,
+    contexts: tuple,
+    y: Any,
+    *,
+    strict: bool = True,
+    same_point: bool = False,
+    single_use: bool = False,
+    options: Any = None,
+    has_aux: bool = False,
+    output: str = "tree",
+) -> Prep:
+    """Validate, convert, and ask `backend` for the kernel of operator `op` (with `options`, for the
+    operators that have some); a structured call prepares the flat problem of its codec."""
+    where = f"prepare_{op.name}" if not single_use else op.name
+    if not callable(f):
+        raise ArgumentError(f"{where}: f must be callable, got {kind(f)}")
+    require_backend(backend)
+    check_contexts(contexts, where)
+    backend.require()
+    codec = None
+    f_flat, x_flat, extra_flat, y_flat = f, x, extra, y
+    if structured(x, y, has_aux, output):
+        codec, flat = make_codec(op, f, backend, x, extra, contexts, y, has_aux, output, where)
+        f_flat, x_flat, extra_flat, y_flat = flat.f, flat.x, flat.extra, flat.y
+    try:
+        return _prepare_flat(
+            op,
+            f_flat,
+            backend,
+            x_flat,
+            extra_flat,
+            contexts,
+            y_flat,
+            strict,
+            same_point,
+            single_use,
+            options,
+            where,
+            codec=codec,
+            user=(f, x, extra, y),
+            has_aux=has_aux,
+            output=output,
+        )
+    except TreeOutput as e:
+        if codec is not None:  # f's output changed kind between calls: say so plainly
+            raise ArgumentError(str(e)) from None
+        # f returns a tree where x is an array: the codec of its output
+        return _prepare_tree_output(
+            op, f, backend, x, extra, contexts, y, strict, same_point, single_use, options, has_aux, output, where
+        )
+
+
+def _prepare_tree_output(
+    op: Operator,
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    extra: Any,
+    contexts: tuple,
+    y: Any,
+    strict: bool,
+    same_point: bool,
+    single_use: bool,
+    options: Any,
+    has_aux: bool,
+    output: str,
+    where: str,
+) -> Prep:
+    """f returned a tree where x is an array: the codec of its output."""
+    codec, flat = make_codec(op, f, backend, x, extra, contexts, y, has_aux, output, where)
+    try:
+        return _prepare_flat(
+            op,
+            flat.f,
+            backend,
+            flat.x,
+            flat.extra,
+            contexts,
+            flat.y,
+            strict,
+            same_point,
+            single_use,
+            options,
+            where,
+            codec=codec,
+            user=(f, x, extra, y),
+            has_aux=has_aux,
+            output=output,
+        )
+    except TreeOutput as e:
+        raise ArgumentError(str(e)) from None
+
+
+def _prepare_flat(
+    op: Operator,
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    extra: Any,
+    contexts: tuple,
+    y: Any,
+    strict: bool,
+    same_point: bool,
+    single_use: bool,
+    options: Any,
+    where: str,
+    *,
+    codec: TreeCodec | None,
+    user: tuple,
+    has_aux: bool,
+    output: str,
+) -> Prep:
+    if y is not None and not backend.supports_inplace:
+        raise NotSupportedError(
+            f"{where}: {backend!r} does not support in-place functions f(y, x); write f to return its "
+            "output instead, or use a backend where di.check_inplace(backend) is True"
+        )
+    ops = backend.array_ops(x)
+    to_user = not ops.is_native(x)
+    xn = native_x(ops, x) if to_user else x
+    x_dtype = dtype_of(xn)
+    check_floating(ops, x_dtype, where, "x")
+    if op.scalar_x and shape_of(xn) != ():
+        raise ShapeError(
+            f"{where}: needs a scalar x (shape ()), got shape {shape_of(xn)}; use jacobian or pushforward "
+            "for array inputs"
+        )
+    yn = None
+    if y is not None:
+        if not (ops.is_native(y) or isinstance(y, np.ndarray)) or isinstance(y, np.generic):
+            raise ArgumentError(f"{where}: y= must be an array that f writes into, got {kind(y)}")
+        if not ops.mutable or (isinstance(y, np.ndarray) and not y.flags.writeable):
+            raise NotSupportedError(f"{where}: y= is immutable ({kind(y)}), so f cannot write into it")
+        yn = y if ops.is_native(y) else ops.asarray(y, like=xn)
+    native_contexts = tuple(c.with_value(native_context_value(ops, c.value, xn)) for c in contexts)
+    if same_point:
+        # the point is part of a same-point preparation: hold copies, not the user's mutable arrays
+        xn = snapshot(ops, xn)
+        native_contexts = tuple(
+            c.with_value(snapshot(ops, c.value)) if isinstance(c, Constant) else c for c in native_contexts
+        )
+    problem = Problem(f, xn, native_contexts, yn, ops, single_use=single_use)
+    y_shape, y_dtype = problem.y_spec if yn is not None else backend.output_spec(problem)
+    problem.set_y_spec(y_shape, y_dtype)
+    check_floating(ops, y_dtype, where, "f's output")
+    if op.scalar_y and y_shape != ():
+        raise ShapeError(
+            f"{where}: needs f to return a scalar (shape ()), but it returned shape {y_shape}; use jacobian "
+            "for array outputs, or reduce the output (e.g. with .sum())"
+        )
+    if op.square and size_of(y_shape) != size_of(problem.x_shape):
+        raise ShapeError(
+            f"{where}: needs a square Jacobian (as many outputs as inputs), but x has shape {problem.x_shape} "
+            f"({size_of(problem.x_shape)} elements) and f's output has shape {y_shape} ({size_of(y_shape)}); "
+            "J has no inverse. For least-squares problems, solve with di.jacobian or di.jacobian_operator"
+        )
+    batch, native = _tangents(op, extra, ops, xn, problem, x_dtype, (y_shape, y_dtype), where)
+    kernel = prepare_kernel(op, backend, problem, native, same_point, options)
+    user_f, user_x, user_extra, user_y = user
+    if codec is not None:
+        labels, values = codec.labelled(user_x, user_extra, contexts, user_y)
+        what = "tree structure and every leaf's type, dtype and shape"
+    else:
+        labels, values = labelled(op.tangent, x, extra, contexts, y)
+        what = "array type, dtype and shape of every argument"
+    guard = Guard(op.name, user_f, backend, labels, values, ops, same_point, contexts, what)
+
+    def remake() -> Kernel:
+        return prepare_kernel(op, backend, problem, native, same_point, options)
+
+    return PREP_CLASSES[op.name](
+        problem,
+        backend,
+        kernel,
+        guard,
+        f=user_f,
+        strict=strict,
+        same_point=same_point,
+        batch=batch,
+        to_user=to_user,
+        codec=codec,
+        has_aux=has_aux,
+        output=output,
+        tangents=native,
+        options=options,
+        remake=remake,
+    )
+
+
+def _tangents(
+    op: Operator, extra: Any, ops: Any, xn: Any, problem: Problem, x_dtype: Any, y_spec: tuple, where: str
+) -> tuple[int | None, tuple | None]:
+    """(batch size or None for one tangent, the tangents as native arrays), checked against x or y."""
+    if op.tangent is None:
+        return None, None
+    batch = len(extra) if type(extra) is tuple else None
+    tangents = extra if type(extra) is tuple else (extra,)
+    if not tangents:
+        raise ArgumentError(f"{where}: the tuple of tangents is empty")
+    like_x = op.tangent == "tx"
+    shape, dtype = (problem.x_shape, x_dtype) if like_x else y_spec
+    converted = []
+    for i, t in enumerate(tangents):
+        label = op.tangent if batch is None else f"{op.tangent}[{i}]"
+        tn = t if ops.is_native(t) else native_tangent(ops, t, xn, dtype, where, label)
+        if shape_of(tn) != shape:
+            raise ShapeError(
+                f"{where}: tangent {label} has shape {shape_of(tn)}, it must be shaped like "
+                f"{'x' if like_x else 'y'}: {shape}"
+            )
+        if dtype_of(tn) != dtype:
+            raise ArgumentError(
+                f"{where}: tangent {label} has dtype {dtype_of(tn)}, it must have the dtype of "
+                f"{'x' if like_x else 'y'}: {dtype}"
+            )
+        converted.append(tn)
+    return batch, tuple(converted)
+
+
+def call(
+    op: Operator,
+    full: bool,
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    extra: Any,
+    contexts: tuple,
+    prep: Prep | None,
+    out: Any,
+    y: Any,
+    options: Any = None,
+    has_aux: bool = False,
+    output: str = "tree",
+) -> Any:
+    """An operator call: prepare for this one call (with `options`), or check and reuse `prep`."""
+    if prep is None:
+        prep = prepare(
+            op,
+            f,
+            backend,
+            x,
+            extra,
+            contexts,
+            y,
+            strict=False,
+            single_use=True,
+            options=options,
+            has_aux=has_aux,
+            output=output,
+        )
+        return prep.run(full, x, extra, contexts, out, y, check=False)
+    if not isinstance(prep, Prep):
+        raise ArgumentError(f"{op.name}: prep= must be a preparation from di.prepare_{op.name}(...), got {kind(prep)}")
+    if prep.op is not op:
+        raise PreparationMismatchError(
+            f"{op.name}: prep= must come from di.prepare_{op.name}(...), this one was made by di.prepare_{prep.op.name}"
+        )
+    if bool(has_aux) != prep.has_aux or output != prep.output:
+        raise PreparationMismatchError(
+            f"{op.name}: prepared with has_aux={prep.has_aux}, output={prep.output!r}; called with "
+            f"has_aux={has_aux}, output={output!r}"
+        )
+    if prep.strict and not ((f is prep.f or f == prep.f) and (backend is prep.backend or backend == prep.backend)):
+        prep.check(x, extra, contexts, y, f, backend)  # raises, naming f or the backend
+    return prep.run(full, x, extra, contexts, out, y)
