@@ -202,7 +202,8 @@ class TapeArray(Traced, Operators):
         return converted(self, dtype)
 
     # -- conversions to Python: guards ----------------------------------------------------------------
-    def _take(self, kind: str, what: str) -> Any:
+    def _take(self, kind: str, what: str, where: str | None = None, warn: bool = True) -> Any:
+        """A Python bool, float or int out of this size-1 value, recorded as a guard (see `_guards`)."""
         if self.size != 1:
             if kind == "bool":
                 raise ValueError(
@@ -211,13 +212,24 @@ class TapeArray(Traced, Operators):
             raise TypeError("only length-1 arrays can be converted to Python scalars")
         value = self._value()
         outcome = bool(value) if kind == "bool" else float(value) if kind == "float" else operator.index(value.item())
+        self._guard(kind, outcome, what, where, warn and kind != "bool")
+        return outcome
+
+    def _guard(self, kind: str, outcome: Any, what: str, where: str | None, warn: bool) -> None:
+        """Record that a replay must see `outcome` again (nothing to check if this value is fixed)."""
         slot = self._read()
         if self._tape.slots[slot].variable:
-            where = user_location()
-            if kind != "bool" and self._tape.slots[slot].active:
+            where = where or user_location()
+            if warn and self._tape.slots[slot].active:
                 warn_value_taken(what, where)
             self._tape.add_guard(GUARD, slot, {"kind": kind, "expected": outcome, "what": what, "where": where})
-        return outcome
+
+    def observe(self, kind: str, what: str, where: str) -> Any:
+        if kind == "count":
+            outcome = int(np.count_nonzero(self._value()))
+            self._guard(kind, outcome, what, where, False)
+            return outcome
+        return self._take(kind, what, where, warn=False)  # f's own conversion warned when it was recorded
 
     def __bool__(self) -> bool:
         return self._take("bool", "a branch on a traced value (bool())")
@@ -450,14 +462,4 @@ def _holds_traced(seq: Any) -> bool:
 def guard_masks(masks: Any) -> None:
     """A traced boolean mask fixes how many elements it selects: guard the count."""
     for mask in masks:
-        count = int(np.count_nonzero(mask._value()))
-        mask._tape.add_guard(
-            GUARD,
-            mask._read(),
-            {
-                "kind": "count",
-                "expected": count,
-                "what": "the number of elements a traced mask selects",
-                "where": user_location(),
-            },
-        )
+        mask.observe("count", "the number of elements a traced mask selects", user_location())
