@@ -24,7 +24,7 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ._graph import Traced
 from ._messages import ALTERNATIVES, rule_limit
-from ._sites import call_site, in_rule, user_location
+from ._sites import call_site, in_rule
 
 __all__ = [
     "Element",
@@ -33,6 +33,7 @@ __all__ = [
     "holds_traced",
     "lift",
     "lifts",
+    "plain_array_refusal",
     "refuse_cast",
     "refuse_in_library",
     "unwrap",
@@ -87,10 +88,11 @@ class Element:
     # -- numbers: refused (a cast of the object array would lose the derivative) --------------------------
     def _refuse(self, what: str) -> Any:
         raise NotSupportedError(
-            f"AutoTape: {what} of a traced value held in a NumPy object array (np.array([...]) of traced "
-            f"values) at {user_location()}: NumPy does this when it casts the object array to numbers (astype(float), "
+            f"AutoTape: {what} of a traced value held in a NumPy object array (built by NumPy from traced "
+            f"values) at {call_site(sys._getframe(2)).describe()}: NumPy does this when it casts the object array "
+            "to numbers (astype(float), "
             "np.asarray(..., dtype=float), np.float64(...)), which would lose the derivative. Build the "
-            "array without a dtype, or with np.stack([...])."
+            f"array without a dtype, or with np.stack([...]). {ALTERNATIVES}"
         )
 
     def __float__(self) -> float:
@@ -300,7 +302,12 @@ def converted(t: Any, dtype: Any) -> np.ndarray:
             return as_elements(t)
     if site.function is not None:
         raise _in_library(site)
-    raise NotSupportedError(
+    raise plain_array_refusal(site)
+
+
+def plain_array_refusal(site: Any) -> NotSupportedError:
+    """The error for turning a traced array into a plain NumPy array at `site` (a `_sites.Site`)."""
+    return NotSupportedError(
         f"AutoTape: {site.describe()} turns a traced array into a plain NumPy array (np.asarray(x), "
         "np.array(x), a dtype=, a library that converts its input, or writing it into a NumPy array), which "
         "would lose its derivative. Inside f, x is a traced array, not a numpy.ndarray: use it as it is "

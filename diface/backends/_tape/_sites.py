@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-__all__ = ["Site", "call_site", "function_of", "in_rule", "recording_rule", "user_location"]
+__all__ = ["Site", "call_site", "function_of", "in_rule", "library_of", "recording_rule", "user_location"]
 
 #: packages whose frames are not the user's code (diface's test kit is: its scenarios are user functions)
 _LIBRARIES = ("numpy", "scipy", "autograd", "diface")
@@ -41,6 +41,12 @@ def _library(path: str) -> str | None:
                 return None
             return name
     return None
+
+
+def library_of(frame: FrameType) -> str | None:
+    """The library whose code the frame runs ("numpy", "scipy", "autograd", "diface"; None: the user's),
+    from the file of its code object."""
+    return _library(frame.f_code.co_filename)
 
 
 def user_frame(frame: FrameType | None = None) -> FrameType | None:
