@@ -21,7 +21,7 @@ from ._dispatch import array_function, array_ufunc
 from ._graph import Tape, Traced
 from ._guards import GUARD, refuse_store, stored_into_numpy_array, user_location, warn_value_taken
 from ._index import normalize
-from ._objects import Element, converted, holds_traced, lift, lifts, refuse_cast, refuse_in_library
+from ._objects import Element, converted, holds_traced, lift, lifts, refuse_in_library
 from ._operators import Operators
 from ._structure import ASTYPE, BROADCAST_TO, GETITEM, RESHAPE, SETITEM, TRANSPOSE
 
@@ -235,11 +235,13 @@ class TapeArray(Traced, Operators):
         return self._take("bool", "a branch on a traced value (bool())")
 
     def __float__(self) -> float:
+        """A number taken out of the tape (a guard; see `_take`), whatever f calls to take it: float(t),
+        math.exp(t), np.float64(t) and a cast of an object array holding t reach here alike. Refused where
+        NumPy or SciPy code makes the number, or where f writes t into a plain NumPy array."""
         if stored_into_numpy_array():
             refuse_store()
         refuse_in_library(self)  # NumPy or SciPy making a number of it (np.float64(t) inside np.mean, ...)
-        refuse_cast(self)  # the user's code making a number of it other than by float()
-        return self._take("float", "float() of a traced value")
+        return self._take("float", "float() (a Python number) of a traced value")
 
     def __int__(self) -> int:
         if stored_into_numpy_array():
