@@ -217,6 +217,20 @@ def test_numpys_builders_are_numpys_own_outside_a_recording():
     assert np.asarray([1, 2]).dtype.kind == "i" and np.array([[1.0]], ndmin=3).shape == (1, 1, 1)
 
 
+def test_np_array_of_traced_values_is_a_new_traced_array():
+    """From a list (the forwarders) or with like= (NumPy's dispatch): dtype= and ndmin= applied, and
+    writing into the result leaves x as it is."""
+
+    def f(x):
+        y = np.array(x, like=x)
+        y[0] = 5.0
+        return np.sum(x) + np.sum(y * np.array([x[0], x[1], 1.0], ndmin=2)) + np.sum(np.array([x[0]], like=x, ndmin=3))
+
+    x = np.array([0.5, 1.5, 2.0])
+    # sum(x) + 5 * x0 + x1 ** 2 + x2 + x0
+    np.testing.assert_allclose(di.gradient(f, TAPE, x), [7.0, 1 + 2 * x[1], 2.0], rtol=1e-14)
+
+
 # -- sparsity detection through the tape ---------------------------------------------------------------------
 def _scenarios_from_a_string(monkeypatch: pytest.MonkeyPatch) -> list:
     """The kit's scenarios with every function compiled from the module's text (no file behind them)."""

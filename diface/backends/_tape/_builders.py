@@ -31,10 +31,9 @@ import numpy as np
 from ._graph import Traced
 from ._hooks import traced_argument
 from ._np_common import FUNCTIONS
-from ._np_creation import CREATION
+from ._np_creation import CREATION, array_dtype, built
 from ._objects import plain_array_refusal
 from ._sites import call_site, library_of
-from ._tracer import operand
 
 __all__ = ["building"]
 
@@ -46,22 +45,6 @@ _ACTIVE = [0]  # recordings in progress (any thread)
 _ORIGINALS = {name: getattr(np, name) for name in _NAMES}
 
 
-def _dtype(args: tuple, kwargs: dict) -> Any:
-    return kwargs.get("dtype", args[0] if args else None)
-
-
-def _built(a: Any, args: tuple, kwargs: dict) -> Any:
-    """A traced array, or a list holding traced values stacked into one, with NumPy's `dtype` and `ndmin`."""
-    r = operand(a) if isinstance(a, (list, tuple)) else a.copy()
-    dtype = _dtype(args, kwargs)
-    if dtype is not None and np.dtype(dtype) != r.dtype:
-        r = r.astype(dtype)
-    ndmin = kwargs.get("ndmin", 0)
-    if r.ndim < ndmin:
-        r = np.reshape(r, (1,) * (ndmin - r.ndim) + r.shape)
-    return r
-
-
 def _forwarder(original: Callable) -> Callable:
     @functools.wraps(original)
     def build(*args: Any, **kwargs: Any) -> Any:
@@ -70,12 +53,12 @@ def _forwarder(original: Callable) -> Callable:
         if (kind is list or kind is tuple or isinstance(a, Traced)) and "like" not in kwargs:
             caller = sys._getframe(1)
             library = library_of(caller)
-            if library not in _JUDGED and not _is_object(_dtype(args[1:], kwargs)):
+            if library not in _JUDGED and not _is_object(array_dtype(args, kwargs)):
                 if not isinstance(a, Traced):
                     if traced_argument(a):  # (a long list: a traced value among its first entries)
-                        return _built(a, args[1:], kwargs)
+                        return built(args, kwargs)
                 elif library == "autograd":  # autograd.numpy's builders copy their input: a copy on the tape
-                    return _built(a, args[1:], kwargs)
+                    return built(args, kwargs)
                 elif library is None and a.ndim:  # f itself asks for a plain array
                     raise plain_array_refusal(call_site(caller))
         return original(*args, **kwargs)

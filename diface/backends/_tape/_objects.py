@@ -295,7 +295,7 @@ def converted(t: Any, dtype: Any) -> np.ndarray:
     refused naming that function, unless it is a NumPy function building an array from a list or tuple
     holding it; a cast to numbers (`dtype=float`) and a store into a plain NumPy array (`out[:] = t`)
     are refused; otherwise NumPy's C code is building an array that holds it (from a list given to a
-    ufunc, or in autograd.numpy's array builders), which gets an object array of elements that record.
+    ufunc, `dtype=object`), which gets an object array of elements that record.
     f asking for a plain array itself (`np.asarray(t)`) is refused where it calls (see `_builders`)."""
     site = call_site(sys._getframe(2))
     rule = in_rule()
