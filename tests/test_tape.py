@@ -388,7 +388,11 @@ def test_values_never_leave_the_tape_silently():
         di.gradient(lambda x: np.sum(np.asarray(x)), TAPE, np.ones(2))
     assert "test_tape.py" in str(info.value) and "np.asarray(x)" in str(info.value)
     with pytest.raises(di.NotSupportedError, match="plain NumPy array"):
-        di.gradient(lambda x: np.sum(np.array([x[0], x[1]], dtype=float)), TAPE, np.ones(2))
+        di.gradient(lambda x: np.sum(np.asarray(x, dtype=float)), TAPE, np.ones(2))
+    # a list holding traced values is stacked on the tape, a dtype= included: its derivative flows
+    np.testing.assert_allclose(
+        di.gradient(lambda x: np.sum(np.array([x[0], 2 * x[1]], dtype=float)), TAPE, X[0]), [1, 2, 0, 0]
+    )
 
     def store(x):
         out = np.zeros(2)

@@ -135,13 +135,13 @@ def test_conversions_to_plain_arrays_are_refused_with_the_call():
     assert_names(str(info.value), "`out[:]`", "# store here")
 
     def h(x):
-        return np.array([x[0], x[1]]).astype(float).sum()  # cast here
+        return np.array([x[:2], x[1:]], dtype=object).astype(float).sum()  # cast here
 
-    with pytest.raises(ValueError) as info:  # NumPy's cast turns the refusal into a ValueError caused by it
+    with pytest.raises(di.NotSupportedError) as info:
         di.gradient(h, TAPE, X)
-    cause = info.value.__cause__ or info.value.__context__
-    assert isinstance(cause, di.NotSupportedError)
-    assert_names(str(cause), "`np.array([x[0], x[1]]).astype(float)`", "# cast here")
+    assert_names(str(info.value), "`np.array([x[:2], x[1:]], dtype=object).astype(float)`", "# cast here")
+    # without dtype=object, np.array stacks the list on the tape: the cast keeps the derivative
+    np.testing.assert_allclose(di.gradient(lambda x: np.array([x[0], x[1]]).astype(float).sum(), TAPE, X), [1, 1, 0])
 
 
 def test_complex_values_are_refused():

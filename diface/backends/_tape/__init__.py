@@ -14,7 +14,8 @@ imports another inside a function), checked by tests/test_tape_layers.py.
 3. the tracer: `_tracer`, the traced array NumPy dispatches to (its Python operators: `_operators`);
 4. what each NumPy function records, registered with `_dispatch` when imported: `_np_*`, `_numpy`;
    `_hooks`: SciPy's (and a few of NumPy's) Python-level functions made to dispatch to the tape, with
-   their rules in `_scipy`, `_scipy_stats` and `_np_arrange`;
+   their rules in `_scipy`, `_scipy_stats` and `_np_arrange`; `_builders`: NumPy's `array`, `asarray`
+   and `asanyarray` while f is recorded (lists holding traced values stacked on the tape);
 5. recording and compiling: `_record` (tracing f with its contexts), `_interpret` (running a tape on
    any values, and so recording its sweeps), `_compile` (the prepared forward replay and reverse
    sweep over planned buffers), `_tangent` (the forward-mode sweep, symbolic in batches), `_seeds`

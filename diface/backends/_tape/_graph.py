@@ -32,6 +32,12 @@ class Traced:
     def _wrap(self, slot: int) -> Traced:
         raise NotImplementedError
 
+    def observe(self, kind: str, what: str, where: str) -> Any:
+        """The outcome a guard of `kind` checks, taken from this value, with the same guard recorded on
+        this value's tape: a guard of one tape replayed on traced values (second order) stays a guard,
+        named where the first tape recorded it."""
+        raise NotImplementedError
+
 
 @dataclass(slots=True)
 class Slot:

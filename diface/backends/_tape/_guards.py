@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError, TapeMismatchError
+from ._graph import Traced
 from ._prim import Prim
 from ._sites import user_location
 
@@ -79,7 +80,9 @@ class _Guard(Prim):
     def forward(
         self, v: Any, out: Any = None, kind: str = "bool", expected: Any = None, what: str = "", where: str = ""
     ) -> None:
-        now = observe(kind, v)
+        # on a traced value (this tape replayed while another records: second order), the outcome is
+        # taken as a guard of that tape, not through float()/bool(), which are f's own conversions
+        now = v.observe(kind, what, where) if isinstance(v, Traced) else observe(kind, v)
         if not _same(now, expected):
             raise TapeMismatchError(
                 f"AutoTape: this call takes another path through f than the recorded tape: {what} at {where} "

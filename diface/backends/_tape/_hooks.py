@@ -22,7 +22,7 @@ from typing import Any
 
 from ._objects import holds_traced
 
-__all__ = ["HOOKS", "install", "original"]
+__all__ = ["HOOKS", "install", "original", "traced_argument"]
 
 #: (module, path to the function inside it, rule): rule(original, *args, **kwargs) runs on traced arguments
 HOOKS: list[tuple[str, str, Callable[[], Callable]]] = []
@@ -77,7 +77,7 @@ def _swap(func: types.FunctionType, factory: Callable[[], Callable]) -> None:
     rules: list[Callable] = []
 
     def dispatch(args: tuple, kwargs: dict) -> Any:
-        if any(_traced(a) for a in args) or any(_traced(v) for v in kwargs.values()):
+        if any(traced_argument(a) for a in args) or any(traced_argument(v) for v in kwargs.values()):
             if not rules:
                 rules.append(factory())
             return rules[0](kept, *args, **kwargs)
@@ -96,7 +96,8 @@ def _swap(func: types.FunctionType, factory: Callable[[], Callable]) -> None:
 _SCAN = 64
 
 
-def _traced(a: Any) -> bool:
+def traced_argument(a: Any) -> bool:
+    """Whether an argument is traced or holds traced values (a list: among its first `_SCAN` entries)."""
     if isinstance(a, (list, tuple)) and len(a) > _SCAN:
         return holds_traced(a[:_SCAN])
     return holds_traced(a)

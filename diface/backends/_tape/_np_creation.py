@@ -15,7 +15,7 @@ from ._prim import shape_of
 from ._structure import BROADCAST_TO
 from ._tracer import TapeArray, holds_traced, operand
 
-__all__ = ["CREATION"]
+__all__ = ["CREATION", "array_dtype", "built"]
 
 
 def _like(func: Any) -> Callable:
@@ -45,12 +45,32 @@ def _full_like(
     return literal_like(a, np.full(shape, fill, dtype=dtype))
 
 
+def array_dtype(args: tuple, kwargs: dict) -> Any:
+    """The `dtype` of a call to np.array, np.asarray or np.asanyarray (the second positional argument)."""
+    return kwargs.get("dtype", args[1] if len(args) > 1 else None)
+
+
+def built(args: tuple, kwargs: dict) -> TapeArray:
+    """`np.array(*args, **kwargs)` of a traced array, or of a list, tuple or object array holding traced
+    values (stacked): a new traced array (writing into it leaves the argument as it is), with `dtype` and
+    `ndmin` applied."""
+    a = args[0]
+    r = operand(a)
+    if r is a:
+        r = r.copy()
+    dtype = array_dtype(args, kwargs)
+    if dtype is not None and np.dtype(dtype) != r.dtype:
+        r = r.astype(dtype)
+    ndmin = kwargs.get("ndmin", 0)
+    if r.ndim < ndmin:
+        r = np.reshape(r, (1,) * (ndmin - r.ndim) + r.shape)
+    return r
+
+
 def _create(func: Any, like: TapeArray, *args: Any, **kwargs: Any) -> Any:
     """A creation function called with `like=` a traced array, or with traced values inside a list."""
     if func in (np.array, np.asarray, np.asanyarray) and args and holds_traced(args[0]):
-        r = operand(args[0])
-        dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
-        return r.astype(dtype) if dtype is not None else r
+        return built(args, kwargs)
     if any(holds_traced(a) for a in (*args, *kwargs.values())):
         raise unsupported(f"numpy.{func.__name__}", " with a traced argument other than like=")
     return literal_like(like, np.asarray(func(*args, **kwargs)))

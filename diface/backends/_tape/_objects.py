@@ -1,12 +1,14 @@
-"""Traced values inside NumPy object arrays: what `np.array([x[0] ** 2, x[1]])` builds.
+"""Traced values inside NumPy object arrays: what NumPy's C code builds from lists holding traced values
+(`np.sin([x, 2 * x])`, `np.array([x[:2], x[1:]], dtype=object)`; `np.array` and `np.asarray` of such a
+list stack it on the tape instead, see `_builders`).
 
 NumPy builds an array from a list by asking each element for an array (`__array__`) and copying what it
 gets, without telling the elements what it is doing, so a list of traced values cannot become a traced
 array on the way in. Instead each traced value answers with an object array of `Element`s (one per
-entry, each a handle on one entry of the traced value): NumPy's object arrays compute with their
-entries' Python operators and methods, which record on the tape as usual, and the tape stacks an
-object array back into one traced array (`lift`) wherever one reaches it: in a NumPy function or ufunc
-called on it together with a traced array, and as f's output.
+entry, each a handle on one entry of the traced value; NumPy keeps a 0-d traced value itself): NumPy's
+object arrays compute with their entries' Python operators and methods, which record on the tape as
+usual, and the tape stacks an object array back into one traced array (`lift`) wherever one reaches it:
+in a NumPy function or ufunc called on it together with a traced array, and as f's output.
 
 An `Element` has no `dtype` (NumPy's `mean` would otherwise turn it into a number through
 `dtype.type(...)`), and converting it to a number raises: that only happens when NumPy casts the object
@@ -15,7 +17,6 @@ array to floats, which would lose the derivative.
 
 from __future__ import annotations
 
-import ast
 import sys
 from typing import Any
 
@@ -23,8 +24,9 @@ import numpy as np
 
 from ..._errors import NotSupportedError
 from ._graph import Traced
+from ._guards import stored_into_numpy_array
 from ._messages import ALTERNATIVES, rule_limit
-from ._sites import call_site, in_rule, user_location
+from ._sites import call_site, in_rule
 
 __all__ = [
     "Element",
@@ -33,7 +35,7 @@ __all__ = [
     "holds_traced",
     "lift",
     "lifts",
-    "refuse_cast",
+    "plain_array_refusal",
     "refuse_in_library",
     "unwrap",
 ]
@@ -42,18 +44,18 @@ __all__ = [
 class Element:
     """One entry of a traced value, held in a NumPy object array."""
 
-    __slots__ = ("_index", "_source", "_value")
+    __slots__ = ("_index", "_value", "_whole")
 
-    def __init__(self, source: Any, index: int | None) -> None:
-        self._source = source  # a traced array (a fixed version: a handle on its slot)
-        self._index = index  # the flat index of the entry, None: the whole (0-d) source
+    def __init__(self, whole: Any, index: int | None) -> None:
+        self._whole = whole  # a traced array (a fixed version: a handle on its slot)
+        self._index = index  # the flat index of the entry, None: the whole (0-d) array
         self._value: Any = None
 
     def traced(self) -> Any:
         """The entry as a 0-d traced array (made on first use)."""
         v = self._value
         if v is None:
-            s = self._source
+            s = self._whole
             v = self._value = s if self._index is None else np.reshape(s, (-1,))[self._index]
         return v
 
@@ -87,10 +89,11 @@ class Element:
     # -- numbers: refused (a cast of the object array would lose the derivative) --------------------------
     def _refuse(self, what: str) -> Any:
         raise NotSupportedError(
-            f"AutoTape: {what} of a traced value held in a NumPy object array (np.array([...]) of traced "
-            f"values) at {user_location()}: NumPy does this when it casts the object array to numbers (astype(float), "
+            f"AutoTape: {what} of a traced value held in a NumPy object array (built by NumPy from traced "
+            f"values) at {call_site(sys._getframe(2)).describe()}: NumPy does this when it casts the object array "
+            "to numbers (astype(float), "
             "np.asarray(..., dtype=float), np.float64(...)), which would lose the derivative. Build the "
-            "array without a dtype, or with np.stack([...])."
+            f"array without a dtype, or with np.stack([...]). {ALTERNATIVES}"
         )
 
     def __float__(self) -> float:
@@ -249,7 +252,7 @@ def lift(a: np.ndarray) -> Any:
     while i < len(flat):
         v = flat[i]
         if isinstance(v, Element) and v._index == 0:
-            src = v._source
+            src = v._whole
             n = src.size
             run = flat[i : i + n]
             if len(run) == n and all(_entry(e, src, k) for k, e in enumerate(run)):
@@ -268,8 +271,8 @@ def lift(a: np.ndarray) -> Any:
     return np.reshape(r, a.shape)
 
 
-def _entry(e: Any, source: Any, k: int) -> bool:
-    return isinstance(e, Element) and e._source is source and e._index == k
+def _entry(e: Any, whole: Any, k: int) -> bool:
+    return isinstance(e, Element) and e._whole is whole and e._index == k
 
 
 def _scalar(v: Any) -> Any:
@@ -286,21 +289,31 @@ def _scalar(v: Any) -> Any:
 
 
 def converted(t: Any, dtype: Any) -> np.ndarray:
-    """What a traced array gives NumPy when NumPy asks it for a plain array (`__array__`): an object array
-    of elements when the user (or a NumPy function) builds an array from a list or tuple holding it, an
-    error naming the call otherwise."""
+    """What a traced array gives NumPy when NumPy asks it for a plain array (`__array__`).
+
+    Decided by who asks, from the frames of the call: NumPy's or SciPy's Python code converting it is
+    refused naming that function, unless it is a NumPy function building an array from a list or tuple
+    holding it; a cast to numbers (`dtype=float`) and a store into a plain NumPy array (`out[:] = t`)
+    are refused; otherwise NumPy's C code is building an array that holds it (from a list given to a
+    ufunc, `dtype=object`), which gets an object array of elements that record.
+    f asking for a plain array itself (`np.asarray(t)`) is refused where it calls (see `_builders`)."""
     site = call_site(sys._getframe(2))
     rule = in_rule()
     if rule is not None:
         raise rule_limit(rule, f"{site.function or 'numpy.asarray'} (a conversion to a plain NumPy array)")
     numbers = dtype is not None and np.dtype(dtype) != object
-    if not numbers and (site.function is None or site.function.startswith("numpy.")):
-        direct = site.function is None and (site.display or t.ndim == 0)
-        if direct or any(isinstance(a, (list, tuple)) and _holds(a) for a in site.arguments):
-            return as_elements(t)
     if site.function is not None:
+        if not numbers and site.function.startswith("numpy.") and _list_argument(site):
+            return as_elements(t)
         raise _in_library(site)
-    raise NotSupportedError(
+    if numbers or stored_into_numpy_array():
+        raise plain_array_refusal(site)
+    return as_elements(t)
+
+
+def plain_array_refusal(site: Any) -> NotSupportedError:
+    """The error for turning a traced array into a plain NumPy array at `site` (a `_sites.Site`)."""
+    return NotSupportedError(
         f"AutoTape: {site.describe()} turns a traced array into a plain NumPy array (np.asarray(x), "
         "np.array(x), a dtype=, a library that converts its input, or writing it into a NumPy array), which "
         "would lose its derivative. Inside f, x is a traced array, not a numpy.ndarray: use it as it is "
@@ -308,6 +321,11 @@ def converted(t: Any, dtype: Any) -> np.ndarray:
         "arrays from traced values with np.stack([...]) or np.array([...]) of a list; make buffers with "
         f"np.zeros_like(x) or np.zeros(n, like=x). {ALTERNATIVES}"
     )
+
+
+def _list_argument(site: Any) -> bool:
+    """Whether the library function at `site` was given a list or tuple holding traced values."""
+    return any(isinstance(a, (list, tuple)) and _holds(a) for a in site.arguments)
 
 
 def holds_traced(a: Any) -> bool:
@@ -325,7 +343,7 @@ _holds = holds_traced
 
 def _in_library(site: Any) -> NotSupportedError:
     hint = ""
-    if any(isinstance(a, (list, tuple)) and _holds(a) for a in site.arguments):
+    if _list_argument(site):
         hint = " Pass it np.stack([...]) of the traced values rather than a list (NumPy makes a number of it)."
     return NotSupportedError(
         f"AutoTape cannot differentiate {site.function} (called with a traced array at {site.describe()}): "
@@ -339,24 +357,3 @@ def refuse_in_library(t: Any) -> None:
     site = call_site(sys._getframe(2))
     if site.function is not None:
         raise _in_library(site)
-
-
-def refuse_cast(t: Any) -> None:
-    """Raise when the user's code is not calling float() (or complex()) on a traced value itself, but some
-    other call is making a number of it (`obj_array.astype(float)`, `np.float64(t)`, `math.exp(t)`): that
-    number would silently carry no derivative. `float(t)` itself stays a guard (see `_guards`)."""
-    site = call_site(sys._getframe(2))
-    try:
-        node = ast.parse(site.source, mode="eval").body if site.source else None
-    except SyntaxError:
-        node = None
-    if not isinstance(node, ast.Call):
-        return
-    if isinstance(node.func, ast.Name) and node.func.id in ("float", "complex", "int"):
-        return
-    raise NotSupportedError(
-        f"AutoTape: {site.describe()} turns a traced value into a Python number (a cast of an object array "
-        "holding traced values, np.float64(...), a math function, ...), which would lose its derivative. Keep "
-        "it an array (build arrays with np.stack([...]) or np.array([...]) without dtype=; use NumPy's functions, "
-        f"not math's). {ALTERNATIVES}"
-    )

@@ -18,6 +18,7 @@ from ..._contexts import Cache
 from ..._errors import NotSupportedError
 from ..._problem import check_output
 from . import _numpy  # noqa: F401 - NumPy's protocols and the hooks' rules, registered before any recording
+from ._builders import building
 from ._graph import Tape
 from ._hooks import install as install_hooks
 from ._tracer import TapeArray, operand, slot_of
@@ -100,17 +101,18 @@ def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any) -> Recording:
     ]
     xt = TapeArray(tape, tape.x)
     try:
-        if y is not None:
-            yv = np.array(y, copy=True)
-            tape.y = tape.add_slot(yv, "y", False, True)
-            yt = TapeArray(tape, tape.y)
-            result = f(yt, xt, *args)
-            if result is not None:
-                raise NotSupportedError("an in-place function f(y, x) must write into y and return None")
-            tape.output = yt._read()
-        else:
-            result = check_output(f(xt, *args))  # None, a list, a str, ...: an ArgumentError saying so
-            tape.output = slot_of(tape, operand(result))
+        with building():
+            if y is not None:
+                yv = np.array(y, copy=True)
+                tape.y = tape.add_slot(yv, "y", False, True)
+                yt = TapeArray(tape, tape.y)
+                result = f(yt, xt, *args)
+                if result is not None:
+                    raise NotSupportedError("an in-place function f(y, x) must write into y and return None")
+                tape.output = yt._read()
+            else:
+                result = check_output(f(xt, *args))  # None, a list, a str, ...: an ArgumentError saying so
+                tape.output = slot_of(tape, operand(result))
     finally:
         tape.closed = True
     return Recording(tape, statics)

@@ -5,7 +5,6 @@ tape's errors and guards are built from these."""
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
 import linecache
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-__all__ = ["Site", "call_site", "function_of", "in_rule", "recording_rule", "user_location"]
+__all__ = ["Site", "call_site", "function_of", "in_rule", "library_of", "recording_rule", "user_location"]
 
 #: packages whose frames are not the user's code (diface's test kit is: its scenarios are user functions)
 _LIBRARIES = ("numpy", "scipy", "autograd", "diface")
@@ -43,6 +42,12 @@ def _library(path: str) -> str | None:
     return None
 
 
+def library_of(frame: FrameType) -> str | None:
+    """The library whose code the frame runs ("numpy", "scipy", "autograd", "diface"; None: the user's),
+    from the file of its code object."""
+    return _library(frame.f_code.co_filename)
+
+
 def user_frame(frame: FrameType | None = None) -> FrameType | None:
     """The innermost frame of the user's code, from `frame` (default: the caller) outwards."""
     frame = frame or sys._getframe(1)
@@ -58,7 +63,8 @@ def user_location(frame: FrameType | None = None) -> str:
 
 
 def _source(frame: FrameType) -> str:
-    """The source text of the expression the frame is executing (a call), or its line."""
+    """The source text of the expression the frame is executing (a call), or its line: for messages only,
+    never for a decision (f compiled from a string has none)."""
     code = frame.f_code
     try:
         positions = list(code.co_positions())[frame.f_lasti // 2]
@@ -148,14 +154,12 @@ class Site:
 
     #: `file:line` in the user's code
     where: str
-    #: the source text of the user's call (may be empty)
+    #: the source text of the user's call (may be empty: for messages only)
     source: str
     #: the NumPy or SciPy function the user called (None: a conversion like np.asarray called directly)
     function: str | None
-    #: that function's arguments (its frame's parameters), or the user's call's first argument
-    arguments: tuple
-    #: the user's call's first argument is written as a list or tuple (`np.array([x[0], x[1]])`)
-    display: bool = False
+    #: that function's arguments (its frame's parameters; empty without a function)
+    arguments: tuple = ()
 
     def describe(self) -> str:
         code = f" (`{self.source}`)" if self.source and len(self.source) <= 120 else ""
@@ -183,29 +187,7 @@ def call_site(frame: FrameType | None = None) -> Site:
         if code.co_flags & inspect.CO_VARARGS:
             args += tuple(outermost.f_locals.get(code.co_varnames[n], ()))
         return Site(where, source, wrapped or function_of(outermost), args)
-    display, argument = _first_argument(frame, source)
-    return Site(where, source, None, argument, display)
-
-
-def _first_argument(frame: FrameType | None, source: str) -> tuple[bool, tuple]:
-    """For the call `source` in `frame`: whether its first argument is a list or tuple display, and its
-    value when it is a plain name (nothing is evaluated)."""
-    if frame is None or not source:
-        return False, ()
-    try:
-        node = ast.parse(source, mode="eval").body
-    except SyntaxError:
-        return False, ()
-    if not isinstance(node, ast.Call) or not node.args:
-        return False, ()
-    first = node.args[0]
-    if isinstance(first, (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)):
-        return True, ()
-    if isinstance(first, ast.Name):
-        for scope in (frame.f_locals, frame.f_globals):
-            if first.id in scope:
-                return False, (scope[first.id],)
-    return False, ()
+    return Site(where, source, None)
 
 
 # -- the rule being recorded --------------------------------------------------------------------------------------

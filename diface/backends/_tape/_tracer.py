@@ -21,7 +21,7 @@ from ._dispatch import array_function, array_ufunc
 from ._graph import Tape, Traced
 from ._guards import GUARD, refuse_store, stored_into_numpy_array, user_location, warn_value_taken
 from ._index import normalize
-from ._objects import Element, converted, holds_traced, lift, lifts, refuse_cast, refuse_in_library
+from ._objects import Element, converted, holds_traced, lift, lifts, refuse_in_library
 from ._operators import Operators
 from ._structure import ASTYPE, BROADCAST_TO, GETITEM, RESHAPE, SETITEM, TRANSPOSE
 
@@ -202,7 +202,8 @@ class TapeArray(Traced, Operators):
         return converted(self, dtype)
 
     # -- conversions to Python: guards ----------------------------------------------------------------
-    def _take(self, kind: str, what: str) -> Any:
+    def _take(self, kind: str, what: str, where: str | None = None, warn: bool = True) -> Any:
+        """A Python bool, float or int out of this size-1 value, recorded as a guard (see `_guards`)."""
         if self.size != 1:
             if kind == "bool":
                 raise ValueError(
@@ -211,23 +212,36 @@ class TapeArray(Traced, Operators):
             raise TypeError("only length-1 arrays can be converted to Python scalars")
         value = self._value()
         outcome = bool(value) if kind == "bool" else float(value) if kind == "float" else operator.index(value.item())
+        self._guard(kind, outcome, what, where, warn and kind != "bool")
+        return outcome
+
+    def _guard(self, kind: str, outcome: Any, what: str, where: str | None, warn: bool) -> None:
+        """Record that a replay must see `outcome` again (nothing to check if this value is fixed)."""
         slot = self._read()
         if self._tape.slots[slot].variable:
-            where = user_location()
-            if kind != "bool" and self._tape.slots[slot].active:
+            where = where or user_location()
+            if warn and self._tape.slots[slot].active:
                 warn_value_taken(what, where)
             self._tape.add_guard(GUARD, slot, {"kind": kind, "expected": outcome, "what": what, "where": where})
-        return outcome
+
+    def observe(self, kind: str, what: str, where: str) -> Any:
+        if kind == "count":
+            outcome = int(np.count_nonzero(self._value()))
+            self._guard(kind, outcome, what, where, False)
+            return outcome
+        return self._take(kind, what, where, warn=False)  # f's own conversion warned when it was recorded
 
     def __bool__(self) -> bool:
         return self._take("bool", "a branch on a traced value (bool())")
 
     def __float__(self) -> float:
+        """A number taken out of the tape (a guard; see `_take`), whatever f calls to take it: float(t),
+        math.exp(t), np.float64(t) and a cast of an object array holding t reach here alike. Refused where
+        NumPy or SciPy code makes the number, or where f writes t into a plain NumPy array."""
         if stored_into_numpy_array():
             refuse_store()
         refuse_in_library(self)  # NumPy or SciPy making a number of it (np.float64(t) inside np.mean, ...)
-        refuse_cast(self)  # the user's code making a number of it other than by float()
-        return self._take("float", "float() of a traced value")
+        return self._take("float", "float() (a Python number) of a traced value")
 
     def __int__(self) -> int:
         if stored_into_numpy_array():
@@ -450,14 +464,4 @@ def _holds_traced(seq: Any) -> bool:
 def guard_masks(masks: Any) -> None:
     """A traced boolean mask fixes how many elements it selects: guard the count."""
     for mask in masks:
-        count = int(np.count_nonzero(mask._value()))
-        mask._tape.add_guard(
-            GUARD,
-            mask._read(),
-            {
-                "kind": "count",
-                "expected": count,
-                "what": "the number of elements a traced mask selects",
-                "where": user_location(),
-            },
-        )
+        mask.observe("count", "the number of elements a traced mask selects", user_location())
