@@ -1,15 +1,27 @@
-"""AutoTorch on torch programs that update clones and fresh buffers in place (issue 16): same-point
-pushforwards against torch.func.jvp called directly on f, each call made several times."""
+"""AutoTorch on torch programs that update clones and fresh buffers in place (issue 16).
+
+Same-point pushforwards of a few such programs against torch.func.jvp called directly on f, each call
+made several times; then random programs (`tests/torch_programs.py`) on every path, prepared at one point
+and called at another (same-point preparations at theirs), each call made twice, against
+`torch.func.jvp` (forward paths) and `torch.func.vjp` (reverse paths) on f. Batches run one product at a
+time for even seeds and through vmap for odd ones. `scripts/torch_random_programs.py` runs hundreds and
+counts."""
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch_programs import check_program, random_program  # noqa: E402
+
 import diface as di  # noqa: E402
+from diface.backends._torch import batching  # noqa: E402
 from diface.backends._torch import linearize as torch_linearize  # noqa: E402
 
+PROGRAMS = 60
 D = torch.float64
 AUTO = di.AutoTorch()
 
@@ -85,3 +97,31 @@ def test_a_trace_that_disagrees_with_a_direct_jvp_is_not_kept(monkeypatch):
     prep = di.prepare_pushforward_same_point(torch.sin, AUTO, x, t)
     for _ in range(3):
         assert torch.allclose(prep.pushforward(x, t), torch.cos(x) * t, rtol=1e-14, atol=0)
+
+
+def force_batching(monkeypatch: pytest.MonkeyPatch, vmap: bool) -> None:
+    """Every batch through vmap wherever f allows it, or one product at a time (no timing)."""
+    if vmap:
+        threshold = lambda trial: 2 if trial is None or trial.vmap_works() else batching.INF
+    else:
+        threshold = lambda trial: batching.INF
+    monkeypatch.setattr(batching, "vmap_threshold", threshold)
+
+
+@pytest.mark.parametrize("seed", range(PROGRAMS))
+def test_every_path_agrees_with_torch_func(monkeypatch, seed):
+    force_batching(monkeypatch, vmap=seed % 2 == 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # vmap's slow-fallback warnings, const folding's
+        outcome = check_program(random_program(seed))
+    assert outcome.ok, str(outcome)
+
+
+def test_the_generator_makes_what_the_check_is_about():
+    """The programs update tensors in place, some repeating an index, and have every kind of output."""
+    programs = [random_program(seed) for seed in range(PROGRAMS)]
+    sources = " ".join(p.source for p in programs)
+    for operation in ("] += v", "] = v", "index_add_", "masked_fill_", "*= v", ".mul_(", "zeros()", "stack(", "cat("):
+        assert operation in sources, operation
+    assert {p.output for p in programs} == {0, 1, 2, 3}
+    assert any(check_program(random_program(seed)).ambiguous for seed in range(8))
