@@ -4,11 +4,11 @@ Torch's part is how it linearizes f at a point (`diface/backends/_torch/lineariz
 records f's graph on a fresh leaf once and pulls back through it (`torch.autograd.grad`, the graph
 retained), forward mode pushes dual tensors through f (`torch.autograd.forward_ad`), batches of
 products go through `torch.func.vmap` where that pays (decided once per preparation), and same-point
-pushforwards evaluate a linear map traced by `torch.func.linearize`. Jacobians, gradients, derivatives,
-pushforwards, pullbacks and same-point preparations are the core's derivations on those linearizations
-(`diface/_derive`): a Jacobian call runs f once and sweeps the basis in chunks within the memory of its
-result. `mode="auto"` (the default) sweeps in the mode with fewer products, timing both at preparation
-where the counts are close.
+pushforwards evaluate a linear map traced once (`torch.func.linearize`'s construction, functionalized:
+`trace_linear_map`). Jacobians, gradients, derivatives, pushforwards, pullbacks and same-point
+preparations are the core's derivations on those linearizations (`diface/_derive`): a Jacobian call runs
+f once and sweeps the basis in chunks within the memory of its result. `mode="auto"` (the default)
+sweeps in the mode with fewer products, timing both at preparation where the counts are close.
 
 Second order (`_torch/second_order.py`): a plain `AutoTorch()` runs reverse over reverse for Hessians
 and Hessian-vector products (the gradient with `create_graph=True`, then backward passes through it),

@@ -8,15 +8,18 @@
 - forward (`DualLinearization`): torch has no forward pass to keep for forward mode, so each pushforward
   evaluates f on dual tensors (`torch.autograd.forward_ad`), a batch one `torch.func.vmap` over
   `torch.func.jvp`; f's value comes with the first. Under `forward_ad_lock`, threads take turns.
-- forward at one point (`TracedLinearization`, same-point preparations): `torch.func.linearize` traces
-  the linear map once and a pushforward evaluates it alone, about half a dual-tensor pushforward.
+- forward at one point (`TracedLinearization`, same-point preparations): the linear map is traced once
+  (`torch.func.linearize`'s construction on a functionalized trace: `trace_linear_map`) and a
+  pushforward evaluates it alone, about half a dual-tensor pushforward.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..._arrays import framework_ops
+from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._linearization import Linearization, Linearizer
 from ..._problem import Problem, size_of
@@ -28,10 +31,12 @@ __all__ = [
     "DualLinearization",
     "GraphLinearization",
     "TracedLinearization",
+    "agrees_with_jvp",
     "basis_sample",
     "gradient_kernel",
     "forward_linearizer",
     "reverse_linearizer",
+    "trace_linear_map",
     "traced_linearizer",
 ]
 
@@ -194,7 +199,7 @@ def forward_linearizer(problem: Problem, batch: int | None = None) -> Linearizer
 
 
 class TracedLinearization(Linearization):
-    """f's linear map at a point, traced by `torch.func.linearize`: a pushforward evaluates the trace."""
+    """f's linear map at a point, traced once (`trace_linear_map`): a pushforward evaluates the trace."""
 
     shareable = True
 
@@ -210,23 +215,96 @@ class TracedLinearization(Linearization):
             return self.batching.run(self.linear, self.vmap(self.linear), tangents)
 
 
+def _copy(self: Any, src: Any, non_blocking: bool = False) -> Any:
+    """`aten.copy` (what functionalization makes of forward AD's `copy_` into a tangent) as operations
+    vmap has batching rules for: torch has none for `aten.copy`, and falls back to a loop."""
+    return src.to(dtype=self.dtype, device=self.device).expand(self.shape).clone()
+
+
+def _depends_on_input(graph: Any) -> bool:
+    """Whether the graph's output is computed from its input (else it is one of its folded constants)."""
+    live: set = set()
+    for node in graph.nodes:
+        if node.op == "placeholder" or any(arg in live for arg in node.all_input_nodes):
+            if node.op == "output":
+                return True
+            live.add(node)
+    return False
+
+
+def trace_linear_map(pure: Any, x: Any) -> tuple[Any, Any]:
+    """(f(x), v -> J(x) v): `torch.func.linearize`'s construction on a functionalized trace.
+
+    Like torch's, the JVP of f at x is traced by `make_fx` and the part that depends on x alone is
+    folded into constants of the graph, computed once. torch's own (`torch.func.linearize`) traces
+    f's in-place operations as they are, and folding turns the tensors they write into kept constants:
+    where f updates a clone or a buffer of its own in place (`v = x.clone(); v[idx] += x`, `index_add_`,
+    `masked_fill_`, into a `torch.zeros`), every replay writes into those constants again, and the
+    pushforwards drift from one call to the next. Traced through `torch.func.functionalize`, the graph
+    has no in-place operation, so its constants stay as folding made them. Call under `FORWARD_AD` and
+    `no_grad`; the caller checks the map (`agrees_with_jvp`)."""
+    t = torch()
+    from torch.fx.experimental import const_fold
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    value = pure(x)
+    # x goes through functionalize as an argument: a tensor it does not wrap cannot take in-place
+    # writes of tensors it does; make_fx sees x as a constant, which is what lets folding fold it
+    tangent = t.func.functionalize(lambda p, v: t.func.jvp(pure, (p,), (v,))[1], remove="mutations")
+    # a contiguous example tangent, as the products get them (rows of a stack): forward AD uses it as
+    # it is, where an expanded one (torch's) is copied into a fresh tensor at every call
+    graph = make_fx(lambda v: tangent(x, v), decomposition_table={t.ops.aten.copy.default: _copy})(t.zeros_like(x))
+    folded = const_fold.split_const_subgraphs(graph, device_for_folded_attrs=str(x.device))
+    folded.run_folding()  # here, once, rather than at the first call (which threads could race to)
+    linear = folded.forward  # not the module itself: vmap over a Module costs more than the products
+    if not _depends_on_input(folded.graph):  # a zero map, returning a constant: a fresh copy per call
+        return value, lambda v: linear(v).clone()
+    return value, linear
+
+
+def agrees_with_jvp(pure: Any, x: Any, linear: Any) -> bool:
+    """The traced map, applied twice along one pseudo-random tangent (from a seeded generator: the
+    user's random state is left alone), agrees with `torch.func.jvp` of f there: a trace that replays
+    wrongly (by a mechanism of torch's that `trace_linear_map` does not know of) is not kept.
+    Agreement is to eps ** 0.75 of the largest entry: rounding differs by a few ulps at most, and a
+    false alarm only costs speed (dual tensors are used instead)."""
+    t = torch()
+    gen = t.Generator(device=x.device).manual_seed(0)
+    v = t.randn(x.shape, generator=gen, dtype=x.dtype, device=x.device)
+    want = t.func.jvp(pure, (x,), (v,))[1]
+    scale = float(want.abs().max()) if want.numel() else 0.0
+    tol = t.finfo(want.dtype).eps ** 0.75 * scale
+    for _ in range(2):
+        got = linear(v)
+        if got.shape != want.shape or got.dtype != want.dtype or not t.allclose(got, want, rtol=0.0, atol=tol):
+            return False
+    return True
+
+
 def traced_linearizer(problem: Problem) -> Linearizer:
-    """Linearizations traced by `torch.func.linearize` where f allows it (an in-place f, or one the trace
-    refuses, gets dual tensors)."""
+    """Linearizations traced once (`trace_linear_map`) where f allows it and the trace agrees with a
+    direct JVP; an in-place f, one the trace refuses or one whose trace disagrees gets dual tensors."""
     t = torch()
     fn = Function(problem)
     batching = Batching()
     dual = forward_linearizer(problem, 1)
+    #: (x, contexts, linearization) traced below to time vmap, handed to the first call at that very
+    #: point (the same-point preparation's own) rather than traced again: a trace costs tens of ms
+    made: list[tuple[Any, tuple, TracedLinearization]] = []
 
     def linearizer(x: Any, cv: tuple, y: Any) -> Linearization:
+        if made and made[-1][0] is x and made[-1][1] is cv:
+            with contextlib.suppress(IndexError):  # another thread took it first
+                return made.pop()[2]
         pure = fn.pure(cv)
         if pure is not None:
             try:
                 with quiet(), t.no_grad(), FORWARD_AD:
-                    value, linear = t.func.linearize(pure, x)
-                    # the first call folds the trace's constants, unsafely for threads: made here
-                    linear(t.zeros_like(x))
-                return TracedLinearization(value, linear, batching)
+                    value, linear = trace_linear_map(pure, x)
+                    if agrees_with_jvp(pure, x, linear):
+                        return TracedLinearization(value, linear, batching)
+            except NotSupportedError:  # forward AD in use elsewhere: the dual tensors would meet it too
+                raise
             except Exception:  # not traceable (data-dependent shapes, non-torch code, ...)
                 pass
         return dual(x, cv, y)
@@ -241,4 +319,5 @@ def traced_linearizer(problem: Problem) -> Linearizer:
                 basis_sample(n, problem.x_shape, problem.x_dtype, problem.x),
                 t.no_grad,
             )
+            made.append((problem.x, problem.context_values, lin))
     return linearizer

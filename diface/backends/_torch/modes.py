@@ -5,7 +5,7 @@ Python's warning filters.
 Forward-mode AD in torch has one level per process (`torch.autograd.forward_ad.dual_level` fails while
 another is open, in any thread) and `torch.func.jvp` counts its nesting in a Python global: two threads
 running forward mode at once get each other's dual tensors, wrong tangents and errors. So every
-forward-mode computation (dual tensors, `torch.func.jvp`, `torch.func.linearize`'s trace) runs under one
+forward-mode computation (dual tensors, `torch.func.jvp`, the same-point trace) runs under one
 lock; reverse mode and vmap keep their state per thread in torch and take no lock. Python's warning
 filters are process-global too: the few places that silence vmap's warnings take the same lock.
 """
