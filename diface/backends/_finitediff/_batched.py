@@ -16,7 +16,7 @@ import numpy as np
 from ..._contexts import Cache
 from ..._errors import EvaluationError, NotSupportedError, ShapeError
 from ..._problem import Kernel, Problem, check_output, shape_of, size_of
-from ._evaluator import Evaluator, perturbations
+from ._evaluator import Evaluator, check_analytic, perturbations
 from ._mappers import Task, check_picklable, is_process_pool, mapper_for, run_tasks
 
 __all__ = ["EvaluationCount", "prepare_batched_jacobian", "prepare_batched_pushforward"]
@@ -68,14 +68,20 @@ class BatchRunner:
             items = ([base] if base is not None else []) + ops.unstack(points)
             values = run_tasks(self.map, self._task(cv), items, label)
             fx = values.pop(0) if base is not None else None
-            return fx, ops.stack(values)
+            stacked = ops.stack(values)
+            if self.problem.y is None:
+                check_analytic(ops, points, stacked)
+            return fx, stacked
         if base is not None and base.dtype == points.dtype:
             stacked = self._call(ops.concat([ops.reshape(base, (1, *shape_of(base))), points]), cv, label)
+            check_analytic(ops, points, stacked)
             return stacked[0], stacked[1:]
         fx = None
         if base is not None:  # a real base point beside complex steps: its own call
             fx = self._call(ops.reshape(base, (1, *shape_of(base))), cv, lambda i: "the base point x")[0]
-        return fx, self._call(points, cv, lambda i: label(i + (base is not None)))
+        values = self._call(points, cv, lambda i: label(i + (base is not None)))
+        check_analytic(ops, points, values)
+        return fx, values
 
     def _call(self, batch: Any, cv: tuple, label: Any) -> Any:
         k = int(batch.shape[0])
