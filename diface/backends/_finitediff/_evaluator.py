@@ -17,8 +17,9 @@ def check_analytic(ops: Any, point: Any, value: Any) -> None:
     differences inside one), returned a real value: f left the complex plane on the way (`np.real`,
     `abs`, `np.angle`, comparisons, a complex intermediate such as `z * conj(z)`). A function that stays
     real for complex x near a real point is not analytic there (unless constant), and the imaginary
-    part the complex step reads, zero, is no derivative. Where f writes into `y` the buffer is complex
-    and this cannot be seen: the complex step then relies on f being analytic, as documented."""
+    part the complex step reads, zero, is no derivative. This sees the dtype only: where f makes its
+    value complex again (a constant of x's dtype times a real result) or writes into a (complex) `y`,
+    the complex step relies on f being analytic, as documented."""
     if ops.is_complex(dtype_of(point)) and not ops.is_complex(dtype_of(value)):
         raise NotSupportedError(
             f"AutoFiniteDiff: f returned a real {dtype_of(value)} value at a complex point, so it is not "
