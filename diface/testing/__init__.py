@@ -6,7 +6,8 @@
 """
 
 from ._check import Failure, check_operator, tolerances
-from ._deviations import known_deviation, register_deviation
+from ._complex import complex_intermediate_scenarios
+from ._deviations import known_deviation, known_unsupported, register_deviation, register_unsupported
 from ._kit import Report, Row, all_scenarios, benchmark_differentiation, test_differentiation
 from ._layouts import LAYOUTS, Layout, edge_scenarios, layout_scenarios
 from ._scenarios import Scenario, default_scenarios
@@ -30,11 +31,14 @@ __all__ = [
     "check_operator",
     "check_threads",
     "check_tree_operator",
+    "complex_intermediate_scenarios",
     "default_scenarios",
     "edge_scenarios",
     "known_deviation",
+    "known_unsupported",
     "layout_scenarios",
     "register_deviation",
+    "register_unsupported",
     "structural_scenarios",
     "test_differentiation",
     "tree_scenarios",
