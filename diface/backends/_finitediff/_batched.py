@@ -15,7 +15,7 @@ import numpy as np
 
 from ..._contexts import Cache
 from ..._errors import EvaluationError, NotSupportedError, ShapeError
-from ..._problem import Kernel, Problem, check_output, shape_of, size_of
+from ..._problem import Kernel, Problem, check_output, dtype_of, shape_of, size_of
 from ._evaluator import Evaluator, check_analytic, perturbations
 from ._mappers import Task, check_picklable, is_process_pool, mapper_for, run_tasks
 
@@ -52,13 +52,17 @@ class BatchRunner:
             )
         self.caches = tuple(i for i, c in enumerate(problem.contexts) if isinstance(c, Cache))
         self.y_template = None if problem.y is None else problem.ops.copy(problem.y)
+        self.complex_template = None  # complex steps write complex values: a real y would drop their imaginary part
+        if self.y_template is not None and backend.method == "complex":
+            ops = problem.ops
+            self.complex_template = ops.astype(self.y_template, ops.complex_dtype(dtype_of(self.y_template)))
         if not self.vectorized:
             self.map = mapper_for(backend.executor)
             if is_process_pool(backend.executor):
                 check_picklable(self._task(problem.context_values))
 
     def _task(self, cv: tuple) -> Task:
-        return Task(self.problem.f, cv, self.caches, self.y_template)
+        return Task(self.problem.f, cv, self.caches, self.y_template, self.complex_template)
 
     def __call__(self, base: Any, points: Any, cv: tuple, label: Any) -> tuple[Any, Any]:
         """(f(base) or None, f at each point stacked along a leading axis); `label(i)` names point i
