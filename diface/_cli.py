@@ -79,6 +79,7 @@ def compare(console: Any, specs: list[str] | None, which: str) -> int:
     from rich.table import Table
 
     from .testing import _kit
+    from .testing._complex import complex_intermediate_scenarios
     from .testing._layouts import edge_scenarios, layout_scenarios
     from .testing._scenarios import default_scenarios
     from .testing._structural import structural_scenarios
@@ -89,6 +90,7 @@ def compare(console: Any, specs: list[str] | None, which: str) -> int:
         "structural": structural_scenarios,
         "layouts": layout_scenarios,
         "edges": edge_scenarios,
+        "complex": complex_intermediate_scenarios,
         "all": _kit.all_scenarios,
     }[which]()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -116,6 +118,7 @@ def compare(console: Any, specs: list[str] | None, which: str) -> int:
     console.print(table)
     console.print(
         "cells: checks passed/run; [yellow]Nx[/]: expected failures (known engine limits); "
+        "[cyan]Nr[/]: refused with NotSupportedError, as the engine is known to; "
         "[dim]N-[/]: not applicable (the engine cannot run the scenario)"
     )
     expected = [r for r in report.rows if r.status in ("xfail", "xpass")]
@@ -134,10 +137,12 @@ def _cell(cell: dict[str, int]) -> str:
     if not cell:
         return ""
     passed = cell.get("pass", 0) + cell.get("xpass", 0)
-    run = sum(cell.values()) - cell.get("n/a", 0)
+    run = sum(cell.values()) - cell.get("n/a", 0) - cell.get("unsupported", 0)
     text = f"[red]{passed}/{run}[/]" if cell.get("fail") else f"[green]{passed}/{run}[/]"
     if cell.get("xfail"):
         text += f" [yellow]{cell['xfail']}x[/]"
+    if cell.get("unsupported"):
+        text += f" [cyan]{cell['unsupported']}r[/]"
     if cell.get("n/a"):
         text += f" [dim]{cell['n/a']}-[/]"
     return text
@@ -255,7 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("info", help="which backends are available, with versions")
     c = commands.add_parser("compare", help="run the test kit on every available backend")
     c.add_argument("--backends", nargs="+", metavar="NAME[:ARG]", help="e.g. jax torch:forward finitediff:complex")
-    c.add_argument("--scenarios", choices=("default", "structural", "layouts", "edges", "all"), default="all")
+    c.add_argument(
+        "--scenarios", choices=("default", "structural", "layouts", "edges", "complex", "all"), default="all"
+    )
     b = commands.add_parser("bench", help="prepared diface calls against the engines called directly")
     b.add_argument("--backends", nargs="+", metavar="NAME[:ARG]")
     b.add_argument("--plot", metavar="FILE.png", help="also draw the ratios (needs matplotlib)")

@@ -549,6 +549,88 @@ def test_batched_pushes_match_reverse_mode(name):
     assert jac.shape[:y_ndim] == np.shape(fn(x))
 
 
+# -- complex intermediates (issue 23): the kit's scenarios run in tests/test_complex_intermediates.py ---------
+def _z(x):
+    return x[0] + 1j * x[1]
+
+
+#: real functions through complex values: (f, its Jacobian, at a point x of shape (2,))
+COMPLEX = {
+    "|z|^2 (issue 23)": (lambda x: anp.real(_z(x) * anp.conj(_z(x))), lambda x: 2 * x),
+    "conj, elementwise": (
+        lambda x: anp.real(anp.conjugate(_z(x)) * (0.3 - 1.2j)),
+        lambda x: np.array([0.3, -1.2]),  # Re((x0 - i x1)(0.3 - 1.2i)) = 0.3 x0 - 1.2 x1
+    ),
+    "abs": (lambda x: anp.abs(_z(x)), lambda x: x / np.hypot(*x)),
+    "imag of a holomorphic exp": (
+        lambda x: anp.imag(anp.exp(_z(x))),
+        lambda x: np.exp(x[0]) * np.array([np.sin(x[1]), np.cos(x[1])]),
+    ),
+    "a real vector times a complex constant, then abs squared": (
+        lambda x: anp.abs(x * (1.0 - 2.0j)) ** 2,
+        lambda x: np.diag(10.0 * x),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLEX))
+def test_forward_mode_through_complex_intermediates(name):
+    """The batched push took an elementwise primitive's partial as its JVP rule at 1, right only for
+    complex-linear rules; conj and abs are real-linear (J t = Re(t) J(1) + Im(t) J(1j))."""
+    fn, jac = COMPLEX[name]
+    x, x_prep = np.array([0.7, -1.3]), np.array([-0.4, 0.9])
+    want = jac(x)
+    tangents = (np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([0.5, -2.0]))
+    expected = [np.tensordot(want, t, axes=1) for t in tangents]
+    for how, got in _pushforwards_every_way(fn, x, x_prep, tangents):
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-14, err_msg=how)
+    for mode in ("forward", "reverse", "auto"):
+        np.testing.assert_allclose(di.jacobian(fn, A(mode), x), want, rtol=1e-13, atol=1e-14, err_msg=mode)
+
+
+def test_issue_23_hessians_in_every_mode():
+    fn = COMPLEX["|z|^2 (issue 23)"][0]
+    x = np.array([0.7, -1.3])
+    assert np.array_equal(autograd.hessian(fn)(x), 2 * np.eye(2))
+    backends = [A(m) for m in ("forward", "reverse", "auto")]
+    backends += [SO(A(outer), A(inner)) for outer in ("forward", "reverse") for inner in ("forward", "reverse")]
+    for backend in backends:
+        np.testing.assert_allclose(di.hessian(fn, backend, x), 2 * np.eye(2), atol=1e-14, err_msg=repr(backend))
+        for v in (np.array([0.0, 1.0]), (np.array([0.0, 1.0]), np.array([1.0, 0.0]))):
+            got = di.hvp(fn, backend, x, v)
+            np.testing.assert_allclose(got, np.multiply(2, v), atol=1e-14, err_msg=repr(backend))
+
+
+def test_complex_tangent_of_a_real_value_keeps_its_real_part():
+    """autograd's JVP rule for np.linalg.norm of a complex array, sum(g * conj(x)) / norm, returns a
+    complex tangent for the real norm; multiplied by a complex number its imaginary part made the
+    real result wrong (autograd alone gives d|z|/dx1 = 0.2 here, not 0.8)."""
+    from autograd.differential_operators import make_jvp
+
+    fn = lambda x: anp.real(anp.linalg.norm(anp.stack([_z(x)])) * (1.0 + 1.0j))  # |z|
+    x = np.array([0.6, 0.8])
+    assert make_jvp(fn)(x)(np.array([0.0, 1.0]))[1] == pytest.approx(0.2)  # autograd's bug, still there?
+    hess = (np.eye(2) - np.outer(x, x)) / 1.0  # |x| = 1
+    for mode in ("forward", "reverse", "auto"):
+        np.testing.assert_allclose(di.gradient(fn, A(mode), x), x, rtol=1e-14, err_msg=mode)
+        np.testing.assert_allclose(di.hessian(fn, A(mode), x), hess, rtol=1e-13, atol=1e-15, err_msg=mode)
+        np.testing.assert_allclose(di.pushforward(fn, A(mode), x, np.array([0.0, 1.0])), 0.8, rtol=1e-14)
+
+
+def test_partials_from_vjp_rules_are_for_real_values_only():
+    """erf has no JVP rule: its partials come from its VJP rule, whose complex convention is autograd's;
+    through a complex erf, mode='forward' refuses and the others take J from pullbacks."""
+    fn = lambda x: anp.real(ag_special.erf(_z(x)) * (0.5 - 2.0j))
+    x = np.array([0.3, 0.4])
+    d = 2 / math.sqrt(math.pi) * np.exp(-(_z(x) ** 2)) * (0.5 - 2.0j)
+    want = np.array([d.real, (1j * d).real])
+    with pytest.raises(di.NotSupportedError, match="erf"):
+        di.gradient(fn, A("forward"), x)
+    for mode in ("reverse", "auto"):
+        np.testing.assert_allclose(di.gradient(fn, A(mode), x), want, rtol=1e-14, err_msg=mode)
+    np.testing.assert_allclose(di.pushforward(fn, A(), x, (np.eye(2)[0], np.eye(2)[1])), want, rtol=1e-14)
+
+
 def test_large_batches_are_pushed_in_chunks(monkeypatch):
     from diface.backends._autograd import _forward
 

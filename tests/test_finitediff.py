@@ -189,3 +189,35 @@ def test_complex_step_is_nan_where_f_is_nan():
 def test_complex_step_of_f_returning_none_is_an_error():
     with pytest.raises(di.ArgumentError, match="f returned None"):
         di.gradient(lambda x: None, di.AutoFiniteDiff("complex"), np.ones(2))
+
+
+def _abs2(x):
+    z = x[0] + 1j * x[1]
+    return np.real(z * np.conj(z))  # |z|^2 = x0^2 + x1^2: real, but not analytic in x
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_abs2, lambda x: np.abs(x[0] + 1j * x[1]), lambda x: np.angle(x[0] + 1j * x[1]), lambda x: np.sum(x.real**2)],
+    ids=["|z|^2", "abs", "angle", ".real"],
+)
+def test_complex_step_through_a_real_only_function_raises(fn):
+    """f real at complex points is not analytic: its imaginary part, 0, is no derivative (the gradient
+    of |z|^2 came out as [0, 0]). Every way to the complex step refuses; central differences work."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = np.array([0.7, -1.3])
+    cs = di.AutoFiniteDiff("complex")
+    with ThreadPoolExecutor(2) as pool:
+        for backend in (cs, di.AutoFiniteDiff("complex", executor=pool)):
+            for op, extra in (("gradient", ()), ("pushforward", (np.array([0.0, 1.0]),)), ("hessian", ())):
+                with pytest.raises(di.NotSupportedError, match="not complex-analytic"):
+                    getattr(di, op)(fn, backend, x, *extra)
+        for op, extra in (("hessian", ()), ("hvp", (np.array([0.0, 1.0]),))):  # central differences inside
+            with pytest.raises(di.NotSupportedError, match="not complex-analytic"):
+                getattr(di, op)(fn, di.SecondOrder(cs, di.AutoFiniteDiff()), x, *extra)
+        vectorized = di.AutoFiniteDiff("complex", vectorized=True)
+        with pytest.raises(di.NotSupportedError, match="not complex-analytic"):
+            di.gradient(lambda xs: np.abs(xs[:, 0] + 1j * xs[:, 1]), vectorized, x)
+    np.testing.assert_allclose(di.gradient(_abs2, di.AutoFiniteDiff(), x), 2 * x, rtol=1e-9)
+    np.testing.assert_allclose(di.hessian(_abs2, di.AutoFiniteDiff(), x), 2 * np.eye(2), rtol=1e-5, atol=1e-5)

@@ -201,3 +201,58 @@ def test_the_register_of_known_deviations():
         from diface.testing._deviations import _RULES
 
         del _RULES["KnownLimit"]
+
+
+@dataclass(frozen=True)
+class Refusing(di.AutoFiniteDiff):
+    """Gradients raise NotSupportedError (`refuse`), or come back 1% off (`wrong`)."""
+
+    how: str = "refuse"
+
+    def prepare_gradient(self, problem: Any) -> Any:
+        if self.how == "refuse":
+            raise di.NotSupportedError("this test double refuses gradients")
+        kernel = super().prepare_gradient(problem)
+        if self.how == "right":
+            return kernel
+
+        def off(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
+            value, _, g = kernel.run(x, extra, cv, y, full)
+            return Result(value, result=1.01 * g)
+
+        return kernel.replace(run=off)
+
+
+def test_known_refusals_must_raise_not_supported_error():
+    """A case registered as unsupported is "unsupported" where every failing call raised
+    NotSupportedError, a failure where a number came back wrong, "xpass" where it came back right."""
+    scenario = default_scenarios()[2]
+    refusals = lambda backend, scenario, op: "refuses gradients" if op == "gradient" else None
+    kw = dict(operators=["gradient", "pullback"], unsupported=refusals, threads=0)
+    report = test_differentiation([Refusing(how="refuse")], [scenario], **kw)
+    by_op = {r.operator: r for r in report.rows}
+    assert by_op["gradient"].status == "unsupported" and by_op["gradient"].reason == "refuses gradients"
+    assert all(isinstance(f.error, di.NotSupportedError) for f in by_op["gradient"].failures)
+    assert by_op["pullback"].status == "pass"
+    with pytest.raises(AssertionError, match="max abs error"):
+        test_differentiation([Refusing(how="wrong")], [scenario], **kw)
+    report = test_differentiation([Refusing(how="right")], [scenario], **kw)
+    assert {r.operator: r.status for r in report.rows} == {"gradient": "xpass", "pullback": "pass"}
+
+
+def test_the_register_of_known_refusals():
+    from diface.testing import complex_intermediate_scenarios, known_unsupported, register_unsupported
+
+    complex_abs2 = complex_intermediate_scenarios()[0]
+    assert "real floating-point" in known_unsupported(di.AutoTape(), complex_abs2, "gradient")
+    assert known_unsupported(di.AutoTape(), complex_abs2, "dot product")
+    assert known_unsupported(di.AutoFiniteDiff(), complex_abs2, "gradient") is None
+    assert known_unsupported(di.AutoTape(), default_scenarios()[2], "gradient") is None
+    register_unsupported("Refusing", lambda backend, scenario, op: "refuses" if op == "gradient" else None)
+    try:
+        report = test_differentiation([Refusing()], default_scenarios()[2:3], operators=["gradient"], threads=0)
+        assert {r.status for r in report.rows} == {"unsupported"}
+    finally:
+        from diface.testing._deviations import _UNSUPPORTED
+
+        del _UNSUPPORTED["Refusing"]

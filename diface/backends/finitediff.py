@@ -25,7 +25,10 @@ backward) or eps^(a/3) (central): `SecondOrder(AutoFiniteDiff(), AutoFiniteDiff(
 about eps^(4/9) ~ 1e-7 in float64.
 
 The complex-step method evaluates f at complex points: f must be complex-analytic in x (no `abs`,
-`np.real`, comparisons on x). It is exact to rounding and cannot be nested inside itself.
+`np.real`, comparisons on x). It is exact to rounding and cannot be nested inside itself. Where f returns
+a real value at a complex point, it is not analytic and the complex step raises `NotSupportedError`
+rather than return 0 (`_finitediff/_evaluator.py: check_analytic`). The check sees the dtype only: an f
+that makes its value complex again (a constant of x's dtype) or writes into y escapes it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@
 
 from .._engines import Engine, engine_of, engines, namespace_of, register_engine
 from ._check import Failure, check_operator, tolerances
-from ._deviations import known_deviation, register_deviation
+from ._complex import complex_intermediate_scenarios
+from ._deviations import known_deviation, known_unsupported, register_deviation, register_unsupported
 from ._kit import Report, Row, all_scenarios, benchmark_differentiation, test_differentiation
 from ._layouts import LAYOUTS, Layout, edge_scenarios, layout_scenarios
 from ._scenarios import Scenario, default_scenarios
@@ -32,15 +33,18 @@ __all__ = [
     "check_operator",
     "check_threads",
     "check_tree_operator",
+    "complex_intermediate_scenarios",
     "default_scenarios",
     "edge_scenarios",
     "engine_of",
     "engines",
     "known_deviation",
+    "known_unsupported",
     "layout_scenarios",
     "namespace_of",
     "register_deviation",
     "register_engine",
+    "register_unsupported",
     "structural_scenarios",
     "test_differentiation",
     "tree_scenarios",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,13 +21,15 @@ SECOND_ORDER = ("hessian", "hvp", "second_derivative")
 
 @dataclass
 class Failure:
-    """One disagreement: where it happened, what was expected and what came back."""
+    """One disagreement: where it happened, what was expected and what came back (`error`: the
+    exception, where the call raised one instead of returning)."""
 
     backend: str
     scenario: str
     operator: str
     variant: str
     message: str
+    error: BaseException | None = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.backend} | {self.scenario} | {self.operator} [{self.variant}]: {self.message}"
@@ -133,8 +135,8 @@ def check_operator(
     value = scenario.value()
     y_dtype, result_dtype = _y_dtype(scenario), _result_dtype(scenario)
 
-    def fail(variant: str, message: str) -> None:
-        failures.append(Failure(backend.label(), scenario.name, operator, variant, message))
+    def fail(variant: str, message: str, error: BaseException | None = None) -> None:
+        failures.append(Failure(backend.label(), scenario.name, operator, variant, message, error))
 
     for probe_op, tangent, probe_expected in scenario.probes:
         if probe_op != operator:
@@ -142,7 +144,7 @@ def check_operator(
         try:
             got = plain(f, backend, scenario.x, tangent, *scenario.make_contexts())
         except Exception as e:
-            fail("probe", f"raised {type(e).__name__}: {e}")
+            fail("probe", f"raised {type(e).__name__}: {e}", e)
             continue
         problem = _compare(got, probe_expected, rtol, atol)
         if problem:
@@ -165,7 +167,7 @@ def check_operator(
                         f, backend, scenario.prep_x, *prep_extra, *scenario.make_contexts(prep=True), y=prep_y
                     )
                 except Exception as e:
-                    fail(f"prepare, batch={batch}", f"{type(e).__name__}: {e}")
+                    fail(f"prepare, batch={batch}", f"{type(e).__name__}: {e}", e)
                     continue
             for is_full in (False, True):
                 for with_out in (False, True):
@@ -201,7 +203,7 @@ def check_operator(
                                     f, backend, x, *extra, *contexts, prep=prep, **kwargs
                                 )
                         except Exception as e:
-                            fail(variant, f"raised {type(e).__name__}: {e}")
+                            fail(variant, f"raised {type(e).__name__}: {e}", e)
                             continue
                         got = result if is_full else (result,)
                         if is_full and spec.value_first:

@@ -11,10 +11,11 @@ import numpy as np
 
 from .. import _operators as ops
 from .._engines import namespace_of
+from .._errors import NotSupportedError
 from .._optable import OPERATORS
 from .._table import format_table
 from ._check import Failure, _tangents, _y_dtype, check_operator, tolerances
-from ._deviations import known_deviation
+from ._deviations import known_deviation, known_unsupported
 from ._layouts import edge_scenarios, layout_scenarios
 from ._scenarios import Scenario, default_scenarios
 from ._structural import structural_scenarios
@@ -32,8 +33,9 @@ class Row:
     """The outcome of one backend on one scenario and operator.
 
     `status` is "pass", "fail", "xfail" (a known engine limit, with its `reason`; the failures are
-    kept), "xpass" (a known limit that did not show), or "n/a" (the scenario cannot run on the
-    backend, with the `reason`).
+    kept), "unsupported" (a case the engine is known to refuse, with the `reason`, where every failing
+    call raised `NotSupportedError`), "xpass" (a known limit or refusal that did not show), or "n/a"
+    (the scenario cannot run on the backend, with the `reason`).
     """
 
     backend: str
@@ -86,11 +88,28 @@ class Report:
         return format_table(["backend", "operator", "results"], rows)
 
 
+#: why the complex step is not checked on functions with complex intermediates
+COMPLEX_STEP = (
+    "the complex step needs f analytic in x, and a real function through complex values (np.real, abs, "
+    "np.angle, z * conj(z)) is not: it raises NotSupportedError where f returns a real value at a complex "
+    "point, but cannot tell when f makes it complex again (a constant of x's dtype), so it is not run here"
+)
+
+
 def applicable(backend: Any, scenario: Scenario) -> str | None:
     """Why `scenario` cannot run on `backend` (None if it can)."""
     if scenario.mutates and not backend.supports_inplace:
         return "the engine cannot run functions that write into arrays (in-place output or Cache)"
+    if "complex" in scenario.needs and _complex_step(backend):
+        return COMPLEX_STEP
     return None
+
+
+def _complex_step(backend: Any) -> bool:
+    """Whether `backend` (or the outer backend of a `SecondOrder`) takes complex steps."""
+    if type(backend).__name__ == "SecondOrder":
+        return _complex_step(backend.outer) or _complex_step(backend.inner)
+    return type(backend).__name__ == "AutoFiniteDiff" and getattr(backend, "method", None) == "complex"
 
 
 def dot_product_check(backend: Any, scenario: Scenario, rtol: float, atol: float) -> list[Failure]:
@@ -102,7 +121,7 @@ def dot_product_check(backend: Any, scenario: Scenario, rtol: float, atol: float
         jtx = ops.pushforward(f, backend, scenario.x, tx, *scenario.make_contexts(), **kwargs)
         jty = ops.pullback(f, backend, scenario.x, ty, *scenario.make_contexts(), **kwargs)
     except Exception as e:
-        return [Failure(backend.label(), scenario.name, DOT_PRODUCT, "", f"raised {type(e).__name__}: {e}")]
+        return [Failure(backend.label(), scenario.name, DOT_PRODUCT, "", f"raised {type(e).__name__}: {e}", e)]
     left, right = float(np.sum(ty * np.asarray(jtx))), float(np.sum(np.asarray(jty) * tx))
     scale = max(abs(left), abs(right), 1.0)
     if abs(left - right) > atol + rtol * scale:
@@ -130,6 +149,7 @@ def test_differentiation(
     threads: int = 8,
     thread_calls: int = 10,
     known_deviations: Callable[[Any, Scenario], str | None] | None = None,
+    unsupported: Callable[[Any, Scenario, str], str | None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Check backends against analytic (or recorded) results.
@@ -143,7 +163,10 @@ def test_differentiation(
     the check "threads". Tolerances default to each backend's accuracy (see `tolerances`). Known
     engine limits (`known_deviations(backend, scenario)` gives the reason, or None; default: the kit's
     register, `diface.testing.known_deviation`) are reported as expected failures ("xfail") with their
-    reason; scenarios a backend cannot run as "n/a". `progress`, if given, is called with a description before each
+    reason; cases an engine is known to refuse (`unsupported(backend, scenario, operator)`; default:
+    `diface.testing.known_unsupported`) as "unsupported" where every failing call raised
+    `NotSupportedError`, and as failures where one returned a wrong number or raised anything else;
+    scenarios a backend cannot run as "n/a". `progress`, if given, is called with a description before each
     backend-scenario pair.
 
     Raises `AssertionError` with a table of the failures, else returns the `Report`.
@@ -164,6 +187,7 @@ def test_differentiation(
         threads=threads,
         thread_calls=thread_calls,
         known_deviations=known_deviations,
+        unsupported=unsupported,
         progress=progress,
     )
     if not report.ok:
@@ -183,6 +207,7 @@ def run_checks(
     threads: int = 8,
     thread_calls: int = 10,
     known_deviations: Callable[[Any, Scenario], str | None] | None = None,
+    unsupported: Callable[[Any, Scenario, str], str | None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """`test_differentiation` without the raising: the report, failures included."""
@@ -233,11 +258,15 @@ def run_checks(
                     ]
                 else:
                     failures = check_operator(backend, scenario, op, rtol=r_tol, atol=a_tol)
-                if deviation:
+                refusal = (unsupported or known_unsupported)(backend, scenario, op)
+                if refusal:
+                    refused = all(isinstance(f.error, NotSupportedError) for f in failures)
+                    status = ("unsupported" if refused else "fail") if failures else "xpass"
+                elif deviation:
                     status = "xfail" if failures else "xpass"
                 else:
                     status = "fail" if failures else "pass"
-                rows.append(Row(name, scenario.name, op, status, failures, deviation or ""))
+                rows.append(Row(name, scenario.name, op, status, failures, refusal or deviation or ""))
     return Report(rows)
 
 

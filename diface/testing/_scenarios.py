@@ -49,6 +49,10 @@ class Scenario:
     #: how x, tangents, Constant arrays and (where it can be written) buffers are held in memory
     #: (see `diface.testing.layout_scenarios`); None: plain contiguous arrays
     layout: Any = None
+    #: what f uses that some engines cannot differentiate: "complex" (complex values between real x and
+    #: real f(x)), "fft" (`xp.fft`); engines known to raise `NotSupportedError` there are registered
+    #: with `diface.testing.register_unsupported`
+    needs: frozenset[str] = frozenset()
     _bound: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:

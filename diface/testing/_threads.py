@@ -52,15 +52,15 @@ def check_threads(
     prep_extra = () if spec.tangent is None else (_tangents(scenario, operator, 2, None),)
     failures: list[Failure] = []
 
-    def fail(variant: str, message: str) -> None:
-        failures.append(Failure(backend.label(), scenario.name, operator, variant, message))
+    def fail(variant: str, message: str, error: BaseException | None = None) -> None:
+        failures.append(Failure(backend.label(), scenario.name, operator, variant, message, error))
 
     try:
         prep = getattr(ops, f"prepare_{operator}")(
             f, backend, scenario.prep_x, *prep_extra, *scenario.make_contexts(prep=True), **kwargs
         )
     except Exception as e:
-        fail("threads: prepare", f"raised {type(e).__name__}: {e}")
+        fail("threads: prepare", f"raised {type(e).__name__}: {e}", e)
         return failures
 
     class Worker:
@@ -104,7 +104,7 @@ def check_threads(
     try:
         workers = [Worker(k) for k in range(threads)]
     except Exception as e:
-        fail("threads: single-threaded reference", f"raised {type(e).__name__}: {e}")
+        fail("threads: single-threaded reference", f"raised {type(e).__name__}: {e}", e)
         return failures
     start = threading.Barrier(threads)
 

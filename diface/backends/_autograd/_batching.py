@@ -3,9 +3,10 @@ primitive at once, where autograd's JVP rules take one tangent at a time.
 
 `kind_of` classifies a recorded node; `push_batch` applies the batched rule of its kind:
 
-- "elementwise": a ufunc multiplies the batch by its partial derivatives (evaluated once per node by
-  the caller's `factor`, from the JVP rule at a tangent of ones, or from the VJP rule where autograd has
-  no JVP rule: "partials");
+- "elementwise": a ufunc multiplies the batch by its partial derivatives (the caller's `partial`,
+  evaluated once per node from the JVP rule at a tangent of ones, or from the VJP rule where autograd
+  has no JVP rule: "partials"; a complex argument takes the rule at 1 and at 1j, since `conj` and `abs`
+  are only real-linear in their tangent);
 - "matmul": `matmul`/`dot` with one side traced, as one matrix product of the whole batch;
 - "getitem", "untake" (basic indexing and its transpose), "sum", "reshape", "where", and the shape
   functions ("expand_dims", "squeeze", "transpose", "swapaxes", "moveaxis", "broadcast_to"): the same
@@ -61,15 +62,16 @@ def kind_of(node: Any, shape: tuple | None) -> str:
 
 
 def push_batch(
-    kind: str, node: Any, shape: tuple, ins: list, count: int, factor: Callable[[Any, int], Any]
+    kind: str, node: Any, shape: tuple, ins: list, count: int, partial: Callable[[Any, int, Any], Any]
 ) -> np.ndarray:
     """The tangents of `node`'s value (stacked: `(count, *shape)`) from those of its traced arguments
-    (`ins`, stacked likewise, in the order of `node.argnums`)."""
+    (`ins`, stacked likewise, in the order of `node.argnums`); `partial(node, argnum, t)` is an
+    elementwise primitive's JVP in argument `argnum` at tangents `t`."""
     args = node.args
     if kind == "elementwise" or kind == "partials":
         out = None
         for argnum, t in zip(node.argnums, ins):
-            term = factor(node, argnum) * _ranked(t, count, len(shape))
+            term = partial(node, argnum, _ranked(t, count, len(shape)))
             out = term if out is None else out + term
     elif kind == "matmul":
         out = None

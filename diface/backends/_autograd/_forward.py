@@ -7,6 +7,17 @@ checks that every primitive on the way from x to f(x) has a JVP rule, raising `N
 with `partials`, an elementwise primitive without one (erf, gammaln) takes its partial derivatives
 from its VJP rule instead. `jvp` is the one-tangent alternative: a single eager trace whose nodes
 compute their tangent as the primitive runs (as `make_jvp`), cheaper where one tangent is all.
+
+Complex intermediates (issue 23). A batch goes through an elementwise primitive as its partial
+derivative times the tangents, the partial evaluated once as the JVP rule at a tangent of ones. That is
+exact only where the rule is complex-linear in the tangent: for a real argument (real tangents), or a
+holomorphic primitive. `conj`, `abs` and the like are only real-linear, `J t = J(Re t) + J(i Im t)`:
+taking `conj`'s partial as `conj(1) = 1` pushed `t` where `conj(t)` belongs, and forward gradients and
+forward-over-reverse Hessians of `Re(z * conj(z))`, `z = x0 + 1j * x1`, came out with the wrong sign on
+the imaginary part (`[[2, 0], [0, -2]]` for `2 I`). autograd's own rules are right there (`make_jvp`
+gives the answer); the shortcut was this module's. A complex argument now takes two partials, the rule
+at 1 and at 1j, combined as `Re(t) * J(1) + Im(t) * J(1j)`; partials from a VJP rule (no JVP rule),
+whose complex convention is autograd's, are used for real arguments and values only.
 """
 
 from __future__ import annotations
@@ -66,7 +77,7 @@ class Recording:
                 shape = value_shape(node.value)
                 kind = kind_of(node, shape)
                 if node.fun not in AG.primitive_jvps:
-                    if not (partials and kind == "elementwise" and node.fun in AG.primitive_vjps):
+                    if not (partials and kind == "elementwise" and node.fun in AG.primitive_vjps and _all_real(node)):
                         raise NoJVPRule(node.fun, hint)
                     kind = "partials"
                 self.steps.append((node, kind, shape))
@@ -117,7 +128,7 @@ class Recording:
         for node, kind, shape in self.steps:
             ins = [tangents[p] for p in node.parents]
             if stacked and kind != "loop" and all(type(t) is np.ndarray for t in ins):
-                t = push_batch(kind, node, shape, ins, count, self._factor)
+                t = push_batch(kind, node, shape, ins, count, self._partial)
             else:
                 t = self._looped(node, kind, shape, ins, count, stacked)
             tangents[node] = t
@@ -135,24 +146,36 @@ class Recording:
         for b in range(count):
             try:
                 if kind == "partials":  # no JVP rule: the partial derivatives times the tangents
-                    t = sum(self._factor(node, a) * t_in[b] for a, t_in in zip(node.argnums, ins))
+                    t = sum(self._partial(node, a, t_in[b]) for a, t_in in zip(node.argnums, ins))
                 else:
                     t = rule(node.argnums, [t_in[b] for t_in in ins], node.value, node.args, node.kwargs)
             except NotImplementedError as e:
                 raise NoJVPRule(node.fun, self.hint) from e
             except TypeError as e:
                 raise rule_failed(node.fun, "forward-mode (JVP)", e) from e
-            outs.append(fit_tangent(t, shape))
+            outs.append(tangent_like(t, node.value))
         if stacked and shape is not None:
             return (AG.anp.stack if any(AG.isbox(t) for t in outs) else np.stack)(outs)
         return outs
+
+    def _partial(self, node: RecordNode, argnum: int, t: Any) -> Any:
+        """The JVP of an elementwise primitive in argument `argnum` at the tangent(s) `t` (broadcast
+        against its output): the partial derivative times `t`, or for a complex argument, whose JVP
+        rule need only be real-linear (`conj`, `abs`), `Re(t) * J(1) + Im(t) * J(1j)`."""
+        factor = self._factor(node, argnum)
+        if type(factor) is not tuple:
+            return factor * t
+        one, i = factor
+        anp = AG.anp
+        return anp.real(t) * one + anp.imag(t) * i
 
     def _factor(self, node: RecordNode, argnum: int) -> Any:
         """The partial derivative of an elementwise primitive in argument `argnum`, shaped like its
         output: its JVP rule at a tangent of ones, or else its VJP rule at a cotangent of ones with that
         argument broadcast to the output's shape (so that the rule sums over nothing). Both rules are
         linear, and for an elementwise primitive diagonal: this evaluates them, at a point where every
-        shortcut a rule may take is exact, and records nothing."""
+        shortcut a rule may take is exact, and records nothing. For a complex argument, the pair of the
+        JVP rule at 1 and at 1j (see `_partial`; the VJP rule is used for real arguments only)."""
         key = (node, argnum)
         factor = self._factors.get(key)
         if factor is None:
@@ -161,6 +184,8 @@ class Recording:
             if rule is not None:
                 ones = np.ones(np.shape(arg), dtype_of(AG.getval(arg)))
                 factor = rule((argnum,), [ones], node.value, args, node.kwargs)
+                if np.iscomplexobj(ones):
+                    factor = (factor, rule((argnum,), [1j * ones], node.value, args, node.kwargs))
             else:
                 shape = np.shape(node.value)
                 broadcast = (AG.anp if AG.isbox(arg) else np).broadcast_to(arg, shape)
@@ -169,6 +194,13 @@ class Recording:
                 (factor,) = AG.primitive_vjps[node.fun]((argnum,), node.value, args, node.kwargs)(ones)
             self._factors[key] = factor
         return factor
+
+
+def _all_real(node: RecordNode) -> bool:
+    """Whether the value of `node` and every argument it is traced in are real (not complex)."""
+    return not np.iscomplexobj(AG.getval(node.value)) and not any(
+        np.iscomplexobj(AG.getval(node.args[a])) for a in node.argnums
+    )
 
 
 # -- one tangent, eagerly ----------------------------------------------------------------------------------

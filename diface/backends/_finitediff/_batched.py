@@ -16,8 +16,8 @@ import numpy as np
 from ..._contexts import Cache
 from ..._errors import EvaluationError, NotSupportedError, ShapeError
 from ..._kernel import Kernel, Result
-from ..._problem import Problem, check_output, shape_of, size_of
-from ._evaluator import Evaluator, perturbations
+from ..._problem import Problem, check_output, dtype_of, shape_of, size_of
+from ._evaluator import Evaluator, check_analytic, perturbations
 from ._mappers import Task, check_picklable, is_process_pool, mapper_for, run_tasks
 
 __all__ = ["EvaluationCount", "prepare_batched_jacobian", "prepare_batched_pushforward"]
@@ -53,13 +53,17 @@ class BatchRunner:
             )
         self.caches = tuple(i for i, c in enumerate(problem.contexts) if isinstance(c, Cache))
         self.y_template = None if problem.y is None else problem.ops.copy(problem.y)
+        self.complex_template = None  # complex steps write complex values: a real y would drop their imaginary part
+        if self.y_template is not None and backend.method == "complex":
+            ops = problem.ops
+            self.complex_template = ops.astype(self.y_template, ops.complex_dtype(dtype_of(self.y_template)))
         if not self.vectorized:
             self.map = mapper_for(backend.executor)
             if is_process_pool(backend.executor):
                 check_picklable(self._task(problem.context_values))
 
     def _task(self, cv: tuple) -> Task:
-        return Task(self.problem.f, cv, self.caches, self.y_template)
+        return Task(self.problem.f, cv, self.caches, self.y_template, self.complex_template)
 
     def __call__(self, base: Any, points: Any, cv: tuple, label: Any) -> tuple[Any, Any]:
         """(f(base) or None, f at each point stacked along a leading axis); `label(i)` names point i
@@ -69,14 +73,20 @@ class BatchRunner:
             items = ([base] if base is not None else []) + ops.unstack(points)
             values = run_tasks(self.map, self._task(cv), items, label)
             fx = values.pop(0) if base is not None else None
-            return fx, ops.stack(values)
+            stacked = ops.stack(values)
+            if self.problem.y is None:
+                check_analytic(ops, points, stacked)
+            return fx, stacked
         if base is not None and base.dtype == points.dtype:
             stacked = self._call(ops.concat([ops.reshape(base, (1, *shape_of(base))), points]), cv, label)
+            check_analytic(ops, points, stacked)
             return stacked[0], stacked[1:]
         fx = None
         if base is not None:  # a real base point beside complex steps: its own call
             fx = self._call(ops.reshape(base, (1, *shape_of(base))), cv, lambda i: "the base point x")[0]
-        return fx, self._call(points, cv, lambda i: label(i + (base is not None)))
+        values = self._call(points, cv, lambda i: label(i + (base is not None)))
+        check_analytic(ops, points, values)
+        return fx, values
 
     def _call(self, batch: Any, cv: tuple, label: Any) -> Any:
         k = int(batch.shape[0])

@@ -6,9 +6,27 @@ import threading
 from typing import Any
 
 from ..._contexts import Cache
+from ..._errors import NotSupportedError
 from ..._problem import Problem, dtype_of, shape_of
 
-__all__ = ["Evaluator", "Scratch"]
+__all__ = ["Evaluator", "Scratch", "check_analytic"]
+
+
+def check_analytic(ops: Any, point: Any, value: Any) -> None:
+    """Raise `NotSupportedError` where f, evaluated at a complex point (a complex step, or central
+    differences inside one), returned a real value: f left the complex plane on the way (`np.real`,
+    `abs`, `np.angle`, comparisons, a complex intermediate such as `z * conj(z)`). A function that stays
+    real for complex x near a real point is not analytic there (unless constant), and the imaginary
+    part the complex step reads, zero, is no derivative. This sees the dtype only: where f makes its
+    value complex again (a constant of x's dtype times a real result) or writes into a (complex) `y`,
+    the complex step relies on f being analytic, as documented."""
+    if ops.is_complex(dtype_of(point)) and not ops.is_complex(dtype_of(value)):
+        raise NotSupportedError(
+            f"AutoFiniteDiff: f returned a real {dtype_of(value)} value at a complex point, so it is not "
+            "complex-analytic in x (np.real, abs, np.angle, .real, comparisons, or a complex intermediate such "
+            "as z * conj(z)) and the complex step would give 0 for its derivative; use AutoFiniteDiff() "
+            "(central differences, also as the outer backend of SecondOrder) or an AD backend"
+        )
 
 
 class Evaluator:
@@ -68,6 +86,8 @@ class Evaluator:
     def _value(self, point: Any, cv: tuple, side: int, scratch: Scratch, restore: tuple | None) -> Any:
         buf = scratch.outputs[0 if side > 0 else 1]
         value = self.problem.evaluate(point, cv, buf)
+        if buf is None:
+            check_analytic(self.ops, point, value)
         if restore is not None:
             flat, i, original = restore
             if buf is None and self.ops.shares_memory(value, point):

@@ -68,11 +68,15 @@ class _Raised:
 
 
 class Task:
-    """f at one point, out of place (an in-place f writes into a fresh copy of `y_template`), with
-    fresh copies of the `Cache` contexts (tasks may run at once in threads of one process)."""
+    """f at one point, out of place (an in-place f writes into a fresh copy of `y_template`, or of
+    `complex_template` at the complex points of complex steps), with fresh copies of the `Cache`
+    contexts (tasks may run at once in threads of one process)."""
 
-    def __init__(self, f: Callable, cv: tuple, caches: tuple[int, ...], y_template: Any) -> None:
+    def __init__(
+        self, f: Callable, cv: tuple, caches: tuple[int, ...], y_template: Any, complex_template: Any = None
+    ) -> None:
         self.f, self.cv, self.caches, self.y_template = f, cv, caches, y_template
+        self.complex_template = complex_template
 
     def __call__(self, point: Any) -> Any:
         cv = self.cv
@@ -81,7 +85,10 @@ class Task:
         try:
             if self.y_template is None:
                 return check_output(self.f(point, *cv))
-            y = copy.deepcopy(self.y_template)
+            template = self.y_template
+            if self.complex_template is not None and point.dtype == self.complex_template.dtype:
+                template = self.complex_template  # a real buffer would drop the imaginary part
+            y = copy.deepcopy(template)
             self.f(y, point, *cv)
             return y
         except Exception as e:
