@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 import diface as di
-from diface.testing import namespace_of
 from diface._table import format_table
+from diface.testing import namespace_of
 
 
 def best(fn: Callable[[], Any], rounds: int, budget: float = 0.1) -> float:

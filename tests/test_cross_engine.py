@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import diface as di
-from diface.testing import namespace_of
 from conftest import engine_backends
+from diface.testing import namespace_of
 from diface.testing._check import tolerances
 
 W = np.random.default_rng(7).standard_normal((3, 5)) / 2

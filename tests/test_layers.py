@@ -74,7 +74,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "diface.extend",
         ),
     ),
-    ("entry points", ("diface", "diface.__main__", "diface._cli", "diface._tour", "diface.testing", "diface._sparse.examples")),
+    (
+        "entry points",
+        ("diface", "diface.__main__", "diface._cli", "diface._tour", "diface.testing", "diface._sparse.examples"),
+    ),
 ]
 
 
@@ -163,7 +166,7 @@ def test_no_import_cycle_lazy_imports_included():
 
     def visit(name: str, path: tuple) -> None:
         if state.get(name) == 1:
-            cycle = path[path.index(name) :] + (name,)
+            cycle = (*path[path.index(name) :], name)
             raise AssertionError(f"import cycle: {' -> '.join(cycle)}")
         if state.get(name) == 2 or name not in graph:
             return

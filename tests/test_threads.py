@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 import diface as di
-from diface.testing import namespace_of
 from conftest import engine_defaults
-from diface.testing import check_threads, default_scenarios, edge_scenarios
+from diface.testing import check_threads, default_scenarios, edge_scenarios, namespace_of
 from diface.testing._kit import applicable
 
 

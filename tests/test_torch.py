@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 import diface as di
-from diface.testing import namespace_of
 from conftest import assert_operator, operator_cases
 from diface._optable import OPERATORS
-from diface.testing import default_scenarios, edge_scenarios, layout_scenarios
+from diface.testing import default_scenarios, edge_scenarios, layout_scenarios, namespace_of
 from diface.testing._check import SECOND_ORDER, check_operator, tolerances
 
 torch = pytest.importorskip("torch")

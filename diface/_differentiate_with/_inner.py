@@ -52,7 +52,8 @@ class Inner:
             )
         if self._ops is None:
             self._ops = self.backend.array_ops(x)
-        self._ops.asarray(np.empty(0, x.dtype))  # the inner engine's arrays say what they cannot hold (JAX without 64 bits)
+        # the inner engine's arrays say what they cannot hold (JAX without 64 bits)
+        self._ops.asarray(np.empty(0, x.dtype))
 
     def native(self, a: Any) -> Any:
         """A host array as the inner engine's array (shared where possible); anything else as it is."""
