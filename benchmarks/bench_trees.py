@@ -5,9 +5,11 @@
 | AutoTorch | `torch.func.grad(loss)(params)` | <= 1.15 |
 | AutoJAX | `jax.jit(jax.grad(loss))(params)` | <= 1.15 |
 
-Also reported: the tree layer's own cost per call (flatten + check + ravel of x, cutting the flat
-gradient back into a dict; with JAX, where ravel and cutting are compiled into one program with the
-gradient, flatten + check), in microseconds. The two sides are timed in alternation.
+Each engine is measured twice: the data as a closure, and the data as a `di.Constant` context (the
+engine called directly takes it as an argument). Also reported: the tree layer's own cost per call
+(flatten + check + ravel of x, cutting the flat gradient back into a dict; with JAX, where ravel and
+cutting are compiled into one program with the gradient, flatten + check), in microseconds. The two
+sides are timed in alternation.
 
     python benchmarks/bench_trees.py [--repeat 200] [--width 64]
 """
@@ -45,57 +47,66 @@ def mlp_params(width: int, rng: np.random.Generator) -> dict:
     }
 
 
-def bench_torch(params: dict, repeat: int) -> tuple[float, float, float]:
-    import torch
-
-    p = {k: torch.as_tensor(v) for k, v in params.items()}
-    data = torch.randn(32, 8, dtype=torch.float64)
-
-    def loss(p: dict) -> torch.Tensor:
+def _mlp_loss(xp, tanh):
+    def loss(p: dict, data) -> object:
         h = data
         for i in range(5):
             h = h @ p[f"layer{i}.w"].T + p[f"layer{i}.b"]
             if i < 4:
-                h = torch.tanh(h)
-        return torch.mean(h**2)
+                h = tanh(h)
+        return xp.mean(h**2)
 
-    prep = di.prepare_gradient(loss, di.AutoTorch(), p)
-    direct = torch.func.grad(loss)
-    t_di, t_direct = _pair(lambda: prep.gradient(p), lambda: direct(p), repeat)
+    return loss
+
+
+def bench_torch(params: dict, repeat: int, constant: bool) -> tuple[float, float, float]:
+    import torch
+
+    p = {k: torch.as_tensor(v) for k, v in params.items()}
+    data = torch.randn(32, 8, dtype=torch.float64)
+    loss = _mlp_loss(torch, torch.tanh)
+    if constant:
+        prep = di.prepare_gradient(loss, di.AutoTorch(), p, di.Constant(data))
+        direct = torch.func.grad(loss)
+        t_di, t_direct = _pair(lambda: prep.gradient(p, di.Constant(data)), lambda: direct(p, data), repeat)
+    else:
+        closed = lambda p: loss(p, data)
+        prep = di.prepare_gradient(closed, di.AutoTorch(), p)
+        direct = torch.func.grad(closed)
+        t_di, t_direct = _pair(lambda: prep.gradient(p), lambda: direct(p), repeat)
     return t_di, t_direct, _layer_overhead(prep, p, repeat)
 
 
-def bench_jax(params: dict, repeat: int) -> tuple[float, float, float]:
+def bench_jax(params: dict, repeat: int, constant: bool) -> tuple[float, float, float]:
     import jax
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
     p = {k: jnp.asarray(v) for k, v in params.items()}
     data = jnp.asarray(np.random.default_rng(1).normal(size=(32, 8)))
-
-    def loss(p: dict) -> jax.Array:
-        h = data
-        for i in range(5):
-            h = h @ p[f"layer{i}.w"].T + p[f"layer{i}.b"]
-            if i < 4:
-                h = jnp.tanh(h)
-        return jnp.mean(h**2)
-
-    prep = di.prepare_gradient(loss, di.AutoJAX(), p)
-    direct = jax.jit(jax.grad(loss))
-    t_di, t_direct = _pair(
-        lambda: jax.block_until_ready(prep.gradient(p)), lambda: jax.block_until_ready(direct(p)), repeat
-    )
+    loss = _mlp_loss(jnp, jnp.tanh)
+    ready = jax.block_until_ready
+    if constant:
+        prep = di.prepare_gradient(loss, di.AutoJAX(), p, di.Constant(data))
+        direct = jax.jit(jax.grad(loss))
+        t_di, t_direct = _pair(
+            lambda: ready(prep.gradient(p, di.Constant(data))), lambda: ready(direct(p, data)), repeat
+        )
+    else:
+        closed = lambda p: loss(p, data)
+        prep = di.prepare_gradient(closed, di.AutoJAX(), p)
+        direct = jax.jit(jax.grad(closed))
+        t_di, t_direct = _pair(lambda: ready(prep.gradient(p)), lambda: ready(direct(p)), repeat)
     return t_di, t_direct, _layer_overhead(prep, p, repeat)
 
 
 def _layer_overhead(prep, p: dict, repeat: int) -> float:
     """Seconds per call of what the tree layer adds: flatten, check and ravel x, cut the result back (with
     JAX's fused program, where ravel and the cutting are compiled into the one program: flatten and check)."""
-    xi = prep._xi
-    if getattr(prep, "_tree_program", None) is not None:
+    xi = prep.codec.xi
+    if prep._tree_direct is not None and prep.ops.compile(len) is not len:  # one compiled program
         return _best(lambda: xi.matches(*xi.flattener.flatten(p)), repeat)
-    flat_grad = prep.flat.gradient(xi.ravel_leaves(xi.flattener.flatten(p)[0]))
+    flat_grad = xi.ravel_leaves(xi.flattener.flatten(p)[0])
 
     def layer() -> None:
         leaves, spec = xi.flattener.flatten(p)
@@ -113,10 +124,12 @@ def main() -> None:
     args = ap.parse_args()
     params = mlp_params(args.width, np.random.default_rng(0))
     print(f"10-leaf MLP parameter dict, {sum(v.size for v in params.values())} parameters")
-    print(f"{'engine':<10} {'diface (us)':>12} {'direct (us)':>12} {'ratio':>7} {'tree layer (us)':>16}")
+    print(f"{'engine':<22} {'diface (us)':>12} {'direct (us)':>12} {'ratio':>7} {'tree layer (us)':>16}")
     for name, bench in (("torch", bench_torch), ("jax", bench_jax)):
-        t_di, t_direct, layer = bench(params, args.repeat)
-        print(f"{name:<10} {t_di * 1e6:12.1f} {t_direct * 1e6:12.1f} {t_di / t_direct:7.2f} {layer * 1e6:16.1f}")
+        for constant in (False, True):
+            t_di, t_direct, layer = bench(params, args.repeat, constant)
+            label = f"{name}{', Constant data' if constant else ''}"
+            print(f"{label:<22} {t_di * 1e6:12.1f} {t_direct * 1e6:12.1f} {t_di / t_direct:7.2f} {layer * 1e6:16.1f}")
 
 
 if __name__ == "__main__":

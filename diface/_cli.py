@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from ._backend import Backend
+from ._console import Console, escape, make_console, make_table, progress
 from ._engines import engine_of, engines
 from ._errors import ArgumentError, DifaceError
 
@@ -48,11 +49,8 @@ def _version(package: str | None) -> str:
         return "not installed"
 
 
-def info(console: Any) -> int:
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title="diface backends")
+def info(console: Console) -> int:
+    table = make_table(console, "diface backends")
     for column in ("name", "backend", "package", "version", "available", "modes", "in-place"):
         table.add_column(column)
     for name, engine in sorted(engines().items()):
@@ -73,11 +71,7 @@ def info(console: Any) -> int:
     return 0
 
 
-def compare(console: Any, specs: list[str] | None, which: str) -> int:
-    from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
-
+def compare(console: Console, specs: list[str] | None, which: str) -> int:
     from .testing import _kit
     from .testing._complex import complex_intermediate_scenarios
     from .testing._layouts import edge_scenarios, layout_scenarios
@@ -93,18 +87,12 @@ def compare(console: Any, specs: list[str] | None, which: str) -> int:
         "complex": complex_intermediate_scenarios,
         "all": _kit.all_scenarios,
     }[which]()
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("checking", total=len(backends) * len(scenarios))
-
-        def step(what: str) -> None:
-            progress.update(task, advance=1, description=escape(what[:70]))
-
+    with progress(console, len(backends) * len(scenarios), "checking") as step:
         report = _kit.run_checks(backends, scenarios, progress=step)
     counts = report.counts()
     operators = list(dict.fromkeys(op for _, op in counts))
-    table = Table(
-        title=f"diface compare: {len(scenarios)} scenarios, every variant, each call twice, and from 8 threads"
+    table = make_table(
+        console, f"diface compare: {len(scenarios)} scenarios, every variant, each call twice, and from 8 threads"
     )
     table.add_column("backend", no_wrap=True)
     for op in operators:
@@ -132,6 +120,54 @@ def compare(console: Any, specs: list[str] | None, which: str) -> int:
     return 1
 
 
+def compositions(console: Console, specs: list[str] | None, sample: int) -> int:
+    """The composition matrix: a table of engine x composition (cells passed / refused / wrong / crashed),
+    then every refusal with its message and every defect."""
+    from .testing._compositions import COMPOSITIONS, composition_cells, run_compositions
+
+    names = [engine_of(b).name for b in _chosen(specs)]  # type: ignore[union-attr]
+    cells = composition_cells(names, sample=max(1, sample))
+    with progress(console, len(cells), "cells") as step:
+        outcomes = run_compositions(cells, progress=step)
+    table = make_table(console, f"diface compare --compositions: {len(outcomes)} cells")
+    table.add_column("engine", no_wrap=True)
+    for composition in COMPOSITIONS:
+        table.add_column(composition, justify="center")
+    by: dict[tuple[str, str], list] = {}
+    for o in outcomes:
+        by.setdefault((o.cell.engine, o.cell.composition), []).append(o.status)
+    for name in dict.fromkeys(o.cell.engine for o in outcomes):
+        row = []
+        for composition in COMPOSITIONS:
+            statuses = by.get((name, composition), [])
+            row.append(_composition_cell(statuses) if statuses else "[dim]n/a[/]")
+        table.add_row(name, *row)
+    console.print(table)
+    console.print("cells: passed/run; [cyan]Nr[/]: refused (NotSupportedError); [red]Nw[/]/[red]Nc[/]: wrong/crashed")
+    for o in outcomes:
+        if o.status != "pass":
+            colour = "cyan" if o.status == "refused" else "red"
+            console.print(f"[{colour}]{o.status}[/] {escape(o.cell.label())}: {escape(o.detail)}")
+    defects = sum(o.status in ("wrong", "crash") for o in outcomes)
+    if defects:
+        console.print(f"[red]{defects} of {len(outcomes)} cells wrong or crashed[/]")
+        return 1
+    refused = sum(o.status == "refused" for o in outcomes)
+    console.print(f"[green]{len(outcomes) - refused} cells right[/], {refused} refused, 0 wrong, 0 crashed")
+    return 0
+
+
+def _composition_cell(statuses: list[str]) -> str:
+    passed, refused = statuses.count("pass"), statuses.count("refused")
+    wrong, crashed = statuses.count("wrong"), statuses.count("crash")
+    colour = "red" if wrong or crashed else "green"
+    text = f"[{colour}]{passed}/{len(statuses) - refused}[/]"
+    for n, mark, c in ((refused, "r", "cyan"), (wrong, "w", "red"), (crashed, "c", "red")):
+        if n:
+            text += f" [{c}]{n}{mark}[/]"
+    return text
+
+
 def _cell(cell: dict[str, int]) -> str:
     """`passed/run`, green or red, then the expected failures and the checks that do not apply."""
     if not cell:
@@ -148,23 +184,17 @@ def _cell(cell: dict[str, int]) -> str:
     return text
 
 
-def bench(console: Any, specs: list[str] | None, plot: str | None, full: bool = False) -> int:
-    from rich.markup import escape
-    from rich.progress import Progress
-    from rich.table import Table
-
+def bench(console: Console, specs: list[str] | None, plot: str | None, full: bool = False) -> int:
     from .testing._bench import CASES, compare_minimize, compare_speed, full_cases
 
     backends = _chosen(specs)
     if plot:
         _require_matplotlib()
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("timing", total=None)
-        step = lambda what: progress.update(task, description=escape(what[:70]))
+    with progress(console, None, "timing") as step:
         rows = compare_speed(backends, full_cases() if full else CASES, progress=step)
         step("scipy.optimize.minimize(method='trust-ncg')")
         minimize_rows = compare_minimize(backends) if _has_scipy() else []
-    table = Table(title="prepared diface call vs the engine called directly (medians of interleaved rounds)")
+    table = make_table(console, "prepared diface call vs the engine called directly (medians of interleaved rounds)")
     columns = ("backend", "operator", "n", "input", "diface", "direct", "reference", "ratio", "memory")
     for column in columns:
         justify = "right" if column in ("n", "diface", "direct", "ratio") else "left"
@@ -188,7 +218,7 @@ def bench(console: Any, specs: list[str] | None, plot: str | None, full: bool = 
         "resident before it"
     )
     if minimize_rows:
-        table = Table(title="scipy.optimize.minimize(rosenbrock, method='trust-ncg', jac=, hessp=), n = 100")
+        table = make_table(console, "scipy.optimize.minimize(rosenbrock, method='trust-ncg', jac=, hessp=), n = 100")
         for column in ("backend", "iterations", "diface", "direct", "reference", "ratio"):
             table.add_column(column)
         for m in minimize_rows:
@@ -263,6 +293,12 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument(
         "--scenarios", choices=("default", "structural", "layouts", "edges", "complex", "all"), default="all"
     )
+    c.add_argument(
+        "--compositions",
+        action="store_true",
+        help="the composition matrix instead: every wrapper over every engine, operator, input and data kind",
+    )
+    c.add_argument("--sample", type=int, default=1, metavar="K", help="with --compositions: a fixed 1-in-K subset")
     b = commands.add_parser("bench", help="prepared diface calls against the engines called directly")
     b.add_argument("--backends", nargs="+", metavar="NAME[:ARG]")
     b.add_argument("--plot", metavar="FILE.png", help="also draw the ratios (needs matplotlib)")
@@ -270,10 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         "--full", action="store_true", help="the whole grid: n to 1e5 (gradient, hvp), 1000 (jacobian), 300 (hessian)"
     )
     args = parser.parse_args(argv)
-
-    from rich.console import Console
-
-    console = Console() if sys.stdout.isatty() else Console(width=150)  # wide tables in logs and pipes
+    console = make_console()
     try:
         if args.command is None:
             from ._tour import tour
@@ -283,11 +316,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "info":
             return info(console)
         if args.command == "compare":
+            if args.compositions:
+                return compositions(console, args.backends, args.sample)
             return compare(console, args.backends, args.scenarios)
         return bench(console, args.backends, args.plot, args.full)
     except DifaceError as e:
-        from rich.markup import escape
-
         console.print(f"[red]error[/]: {escape(str(e))}", highlight=False)
         return 2
 

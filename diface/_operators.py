@@ -19,7 +19,7 @@ from ._contexts import Context
 from ._derive import InverseSolver
 from ._errors import NotSupportedError, PreparationMismatchError
 from ._optable import OPERATORS, Operator
-from ._prep import (
+from ._prep_classes import (
     DerivativePrep,
     GradientPrep,
     HessianPrep,

@@ -20,7 +20,8 @@ from ._convert import check_floating, kind, native_context_value, native_tangent
 from ._errors import ArgumentError, NotSupportedError, PreparationMismatchError, ShapeError
 from ._kernel import Kernel
 from ._optable import Operator
-from ._prep import PREP_CLASSES, Prep
+from ._prep import Prep
+from ._prep_classes import PREP_CLASSES
 from ._problem import Problem, TreeOutput, dtype_of, shape_of, size_of
 from ._strict import Guard, labelled
 

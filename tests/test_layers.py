@@ -59,7 +59,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("derivations", ("diface._derive",)),
     ("backend", ("diface._backend", "diface._wrapper")),
     ("engines", ("diface.backends",)),
-    ("call path", ("diface._strict", "diface._deliver", "diface._codec", "diface._prep", "diface._prepare")),
+    (
+        "call path",
+        (
+            "diface._strict",
+            "diface._deliver",
+            "diface._codec",
+            "diface._prep",
+            "diface._prep_classes",
+            "diface._prepare",
+        ),
+    ),
     (
         "public API and wrappers",
         (

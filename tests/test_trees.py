@@ -372,3 +372,39 @@ def test_constant_trees_reach_f_in_the_engines_arrays(engine):
     prep = di.prepare_gradient(f, backend, x, di.Constant(first))
     for d in (second, first, second):
         assert np.allclose(prep.gradient(x, di.Constant(d)), exact(x, d), atol=1e-6)
+
+
+def test_torch_takes_numpy_trees_of_tangents_and_contexts_like_flat_arrays():
+    """NumPy leaves for torch: x, cotangent trees and Constant contexts reach f as tensors, results come
+    back as NumPy trees; with has_aux too (aux evaluated on f's arguments as torch gives them)."""
+    torch = pytest.importorskip("torch")
+    P = {"w": np.arange(6.0).reshape(2, 3) / 10, "b": np.array([0.1, -0.2])}
+    D = np.array([1.0, 2.0, -1.0])
+
+    def g(P):
+        return {"a": torch.tanh(P["w"] @ torch.ones(3, dtype=torch.float64) + P["b"]), "c": P["b"] ** 2}
+
+    ty = {"a": np.array([1.0, 2.0]), "c": np.array([3.0, -1.0])}
+    sech2 = 1 - np.tanh(P["w"].sum(1) + P["b"]) ** 2
+    expected = {"w": np.outer(ty["a"] * sech2, np.ones(3)), "b": ty["a"] * sech2 + 2 * P["b"] * ty["c"]}
+    for _ in range(2):
+        got = di.pullback(g, di.AutoTorch(), P, ty)
+        assert_tree_close(got, expected)
+        assert all(isinstance(v, np.ndarray) for v in got.values())
+
+    def f(P, D):
+        assert isinstance(D, torch.Tensor) and isinstance(P["w"], torch.Tensor)
+        loss = torch.sum(P["w"] @ D) + torch.sum(P["b"])
+        return loss, {"loss": loss.detach(), "D": D}
+
+    (value, aux), grad = di.value_and_gradient(f, di.AutoTorch(), P, di.Constant(D), has_aux=True)
+    plain_value, plain_grad = di.value_and_gradient(lambda P, D: f(P, D)[0], di.AutoTorch(), P, di.Constant(D))
+    assert value == pytest.approx(plain_value) and value == pytest.approx(np.sum(P["w"] @ D) + np.sum(P["b"]))
+    assert_tree_close(grad, {"w": np.tile(D, (2, 1)), "b": np.ones(2)})
+    assert_tree_close(grad, plain_grad)
+    assert isinstance(aux["D"], np.ndarray) and np.array_equal(aux["D"], D)
+    prep = di.prepare_gradient(f, di.AutoTorch(), P, di.Constant(D), has_aux=True)
+    for _ in range(2):
+        g2, aux2 = prep.gradient(P, di.Constant(2 * D))
+        assert_tree_close(g2, {"w": np.tile(2 * D, (2, 1)), "b": np.ones(2)})
+        assert np.array_equal(aux2["D"], 2 * D)

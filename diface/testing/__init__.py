@@ -8,6 +8,7 @@
 from .._engines import Engine, engine_of, engines, namespace_of, register_engine
 from ._check import Failure, check_operator, tolerances
 from ._complex import complex_intermediate_scenarios
+from ._compositions import COMPOSITIONS, Cell, Outcome, check_cell, composition_cells, run_compositions
 from ._deviations import known_deviation, known_unsupported, register_deviation, register_unsupported
 from ._kit import Report, Row, all_scenarios, benchmark_differentiation, test_differentiation
 from ._layouts import LAYOUTS, Layout, edge_scenarios, layout_scenarios
@@ -20,20 +21,25 @@ from ._tree_scenarios import TreeScenario, check_tree_operator, tree_scenarios
 test_differentiation.__test__ = False  # type: ignore[attr-defined]
 
 __all__ = [
+    "COMPOSITIONS",
     "LAYOUTS",
+    "Cell",
     "Engine",
     "Failure",
     "Layout",
+    "Outcome",
     "Report",
     "Row",
     "Scenario",
     "TreeScenario",
     "all_scenarios",
     "benchmark_differentiation",
+    "check_cell",
     "check_operator",
     "check_threads",
     "check_tree_operator",
     "complex_intermediate_scenarios",
+    "composition_cells",
     "default_scenarios",
     "edge_scenarios",
     "engine_of",
@@ -45,6 +51,7 @@ __all__ = [
     "register_deviation",
     "register_engine",
     "register_unsupported",
+    "run_compositions",
     "structural_scenarios",
     "test_differentiation",
     "tree_scenarios",
