@@ -13,7 +13,7 @@ from ._table import format_table
 
 __all__ = ["Console", "escape", "make_console", "make_table", "progress"]
 
-_MARKUP = re.compile(r"\[/?[a-z][a-z ]*\]")
+_MARKUP = re.compile(r"\[(?:/|/?(?:red|green|yellow|cyan|dim|bold)[a-z ]*)\]")
 
 
 def _has_rich() -> bool:

@@ -93,3 +93,32 @@ def test_bench_prints_ratios_and_plots(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "approx_fprime" in result.stdout and "ratio" in result.stdout
     assert png.exists() and png.stat().st_size > 1000
+
+
+_WITHOUT_RICH = (
+    "import builtins, sys\n"
+    "real = builtins.__import__\n"
+    "def blocked(name, *a, **k):\n"
+    "    if name == 'rich' or name.startswith('rich.'):\n"
+    "        raise ImportError('rich is not installed')\n"
+    "    return real(name, *a, **k)\n"
+    "builtins.__import__ = blocked\n"
+    "from diface._cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+@pytest.mark.parametrize("args", [[], ["info"], ["compare", "--backends", "nosuchengine"]])
+def test_the_command_line_works_without_rich(args):
+    """rich is optional: the tour, info and errors print plain text (no markup left) without it."""
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_RICH, *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == (2 if args[:1] == ["compare"] else 0), result.stdout + result.stderr
+    assert "[/]" not in result.stdout and "[red]" not in result.stdout and "Traceback" not in result.stderr
+    if args[:1] == ["compare"]:
+        assert "error: unknown backend 'nosuchengine'" in result.stdout
+
+
+def test_compare_compositions_prints_the_matrix():
+    result = run("compare", "--compositions", "--backends", "tape", "finitediff", "--sample", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "AutoSparse(SecondOrder)" in result.stdout and "0 wrong, 0 crashed" in result.stdout

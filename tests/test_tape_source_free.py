@@ -81,7 +81,25 @@ def test_guards_and_conversions_are_decided_alike_three_ways(three_ways):
     assert set(file) == set(cases.CASES)
     for way in ("exec", "python -c"):
         for name in cases.CASES:
-            assert three_ways[way][name] == file[name], f"{name}: {way} differs from a file"
+            assert _same(three_ways[way][name], file[name]), f"{name}: {way} differs from a file"
+
+
+def _same(a: dict, b: dict) -> bool:
+    """The same refusals and warnings, and values equal to rounding (`mode="auto"` may time its way to
+    the other mode, whose sums round in another order)."""
+    if a.keys() != b.keys():
+        return False
+    for op in a:
+        (oa, va), (ob, vb) = _split(a[op]), _split(b[op])
+        if oa != ob or (va is None) != (vb is None):
+            return False
+        if va is not None and not np.allclose(va, vb, rtol=1e-13, atol=1e-15):
+            return False
+    return True
+
+
+def _split(outcome: dict) -> tuple[dict, Any]:
+    return {k: v for k, v in outcome.items() if k != "value"}, outcome.get("value")
 
 
 def _value(three_ways: dict, name: str, op: str) -> np.ndarray:

@@ -39,6 +39,7 @@ class TreeScenario:
     layout: Any = None
     family: str | None = None
     role: str | None = None
+    needs: frozenset[str] = frozenset()
     _bound: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
