@@ -63,6 +63,11 @@ def prepare(
         raise ArgumentError(f"{where}: f must be callable, got {kind(f)}")
     require_backend(backend)
     check_contexts(contexts, where)
+    if y is not None and not op.inplace:
+        raise NotSupportedError(
+            f"{where}: in-place functions f(y, x) do not apply, {op.name} needs "
+            + ("a scalar x" if op.scalar_x else "a scalar output")
+        )
     backend.require()
     codec = None
     f_flat, x_flat, extra_flat, y_flat = f, x, extra, y
