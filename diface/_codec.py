@@ -74,6 +74,16 @@ def _ravel_traced(info: TreeInfo, tree: Any, where: str) -> Any:
     return parts[0] if len(parts) == 1 else _concat_traced(parts)
 
 
+def _tree_output(out: Any, has_aux: bool) -> str:
+    """What f returned instead of a scalar, and what to do about it."""
+    what = f"a {type(out).__name__}"
+    if isinstance(out, (tuple, list)):
+        what += f" of {len(out)}"
+    if isinstance(out, tuple) and len(out) == 2 and not has_aux and np.ndim(out[0]) == 0:
+        return f"{what}: if f returns (output, aux), pass has_aux=True"
+    return f"{what}; use jacobian for tree outputs, or reduce the output to a scalar"
+
+
 def _same_structure(info: TreeInfo, t: Any) -> bool:
     try:
         return info.flattener.flatten(t)[1] == info.spec
@@ -109,6 +119,8 @@ def make_codec(
         tree_out = isinstance(out, (list, tuple, dict)) or is_tree(out)
         yi = TreeInfo(out, "y", where, one_library=False) if tree_out else None
         yf = None
+        if op.scalar_y and yi is not None:
+            raise ShapeError(f"{where}: needs f to return a scalar, but it returned {_tree_output(out, has_aux)}")
     name = op.name
     if y is not None:
 

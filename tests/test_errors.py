@@ -319,3 +319,20 @@ def test_second_order_across_engines_is_not_supported():
     pytest.importorskip("torch")
     with pytest.raises(di.NotSupportedError, match="use one engine for both"):
         di.hessian(lambda x: (x**2).sum(), di.SecondOrder(di.AutoJAX(), di.AutoTorch()), x)
+
+
+@pytest.mark.parametrize("x", [np.ones(4), {"a": np.ones(2), "b": np.ones(3)}], ids=["array", "tree"])
+def test_a_pair_returned_without_has_aux_is_named(x):
+    """f returning (loss, aux) without has_aux=True: the message says so, not "returned shape (n,)"."""
+
+    def f(x):
+        leaves = list(x.values()) if isinstance(x, dict) else [x]
+        return sum(np.sum(v**2) for v in leaves), leaves[0] * 2
+
+    for backend in (di.AutoTape(), di.AutoFiniteDiff()):
+        with pytest.raises(di.ShapeError, match=r"returned a tuple of 2: if f returns \(output, aux\), pass has_aux=True"):
+            di.gradient(f, backend, x)
+        with pytest.raises(di.ShapeError, match="returned a tuple of 2"):
+            di.prepare_hessian(f, backend, x)
+        _, aux = di.gradient(f, backend, x, has_aux=True)  # the fix it names works
+        assert np.allclose(aux, 2.0)

@@ -108,7 +108,9 @@ def test_inverse_products(backend, fn, method):
     tol = _tolerance(backend)
     push = _prepare(di.prepare_inverse_pushforward, f, backend, x0, v, method=method)
     pull = _prepare(di.prepare_inverse_pullback, f, backend, x0, w, method=method)
-    assert push.method == pull.method == method
+    # "dense" factors a SciPy sparse Jacobian (AutoSparse, NumPy input here) by a sparse LU, and says so
+    named = "sparse-lu" if method == "dense" and backend.sparse_results else method
+    assert push.method == pull.method == named
     for _ in range(2):  # prepared at x0, used at x, twice
         dx = push.inverse_pushforward(x, v)
         dy = pull.inverse_pullback(x, w)

@@ -70,3 +70,15 @@ def test_an_unprepared_tape_call_runs_f_once():
     calls.clear()
     di.gradient(f, di.AutoFiniteDiff(), x)
     assert len(calls) == 1 + 2 * x.size  # the default: one evaluation for the shape, then the differences
+
+
+def test_prepare_hvp_needs_no_tangent():
+    """`tx` only gives the tangents' type: left out, they are like x; a context may follow x directly."""
+    f = lambda x, c: c * np.sum(x**3)
+    x, t = np.array([1.0, 2.0]), np.array([1.0, -1.0])
+    for prepare in (di.prepare_hvp, di.prepare_hvp_same_point):
+        prep = prepare(f, di.AutoTape(), x, di.Constant(2.0))
+        for _ in range(2):
+            np.testing.assert_allclose(prep.hvp(x, t, di.Constant(2.0)), 12 * x * t)
+    prep = di.prepare_hvp(lambda p: np.sum(p["a"] ** 3), di.AutoTape(), {"a": np.zeros(2)})
+    np.testing.assert_allclose(prep.hvp({"a": x}, {"a": t})["a"], 6 * x * t)

@@ -146,3 +146,16 @@ def test_mixed_mode_second_order_is_forward_over_reverse():
     x = np.linspace(0.1, 1.0, 4)
     np.testing.assert_allclose(di.hessian(f, b, x), _chain_hessian(x), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(di.hessian(f, di.AutoSparse(b), x).toarray(), _chain_hessian(x), rtol=1e-6, atol=1e-6)
+
+
+def test_a_sparse_jacobian_is_factored_by_a_sparse_lu_and_says_so():
+    pytest.importorskip("scipy")
+    f = lambda x: x**3 + 2 * x + 0.1 * np.roll(x, 1)
+    x, v = np.linspace(0.1, 1.0, 6), np.ones(6)
+    for b in (di.AutoSparse(di.AutoTape()), di.AutoSparse(di.SecondOrder(di.AutoTape(), di.AutoTape()))):
+        prep = di.prepare_inverse_pushforward(f, b, np.zeros(6), v, method="dense")
+        assert prep.method == "sparse-lu"
+        dx = prep.inverse_pushforward(x, v)
+        np.testing.assert_allclose(di.pushforward(f, di.AutoTape(), x, dx), v, rtol=1e-10)
+        # the method asked for at preparation may be named again at the call
+        np.testing.assert_allclose(di.inverse_pushforward(f, b, x, v, prep=prep, method="dense"), dx)

@@ -6,7 +6,9 @@ axis (`(B, *y_shape)` -> `(B, *x_shape)` and back).
 
 - `"accumulate"`: the engine's own plan (`Backend.prepare_inverse_linearize`), inverse accumulation
   over a recorded program, without forming J.
-- `"dense"`: the backend's Jacobian and an LU factorization (`diface._derive.inverse_dense`).
+- `"dense"`: the backend's Jacobian and an LU factorization (`diface._derive.inverse_dense`); a SciPy
+  sparse Jacobian (`AutoSparse` on NumPy) is factored by a sparse LU, and the kernel's method says
+  `"sparse-lu"`.
 - `"krylov"`: GMRES over the backend's products (`diface._derive.inverse_krylov`).
 - `"auto"`: `"accumulate"` where the engine has a plan, else `"dense"` up to `DENSE_MAX` unknowns (and
   for any size where the Jacobian is a SciPy sparse matrix, which `splu` factors), else `"krylov"`.
@@ -95,7 +97,7 @@ def _inverse_linearizer(
             )
         method = "dense" if _dense_pays(backend, problem) else "krylov"
     if method == "dense":
-        return "dense", dense_inverse(backend, problem, where)
+        return dense_inverse(backend, problem, where)
     return "krylov", krylov_inverse(backend, problem, forward, solver.rtol, solver.maxiter, where)
 
 

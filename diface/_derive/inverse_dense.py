@@ -64,12 +64,14 @@ class Factored(Linearization):
         return ops.reshape(ops.moveaxis(solved, 0, 1), (b, *shape))
 
 
-def dense_inverse(backend: Any, problem: Problem, where: str) -> Callable[[Any, tuple, Any], Factored]:
-    """The inverse linearizer of `method="dense"`: `make(x, cv, y)` computes J at x and factors it."""
+def dense_inverse(backend: Any, problem: Problem, where: str) -> tuple[str, Callable[[Any, tuple, Any], Factored]]:
+    """The inverse linearizer of `method="dense"`: `make(x, cv, y)` computes J at x and factors it; with
+    the name of the factorization: "sparse-lu" for a SciPy sparse J, "dense" otherwise."""
     ops = problem.ops
     n, m = size_of(problem.x_shape), size_of(problem.y_spec[0])
     jacobian = backend.prepare_jacobian(problem)
     layout = jacobian.layout
+    sparse = layout is not None and ops is NUMPY
     # a pivot is zero to the accuracy of J's entries: eps for exact engines, more for finite differences
     accuracy = backend.accuracy_exponent
 
@@ -77,7 +79,7 @@ def dense_inverse(backend: Any, problem: Problem, where: str) -> Callable[[Any, 
         value, _, jac = jacobian.run(x, None, cv, y, True)
         if n == 0:
             solve = None
-        elif layout is not None and ops is NUMPY:
+        elif sparse:
             solve = _sparse_lu(layout.build(NUMPY, jac, True), accuracy, where)
         else:
             if layout is not None:  # torch or JAX sparse: no sparse LU there, factor it dense
@@ -85,7 +87,7 @@ def dense_inverse(backend: Any, problem: Problem, where: str) -> Callable[[Any, 
             solve = _dense_lu(ops, ops.reshape(jac, (m, n)), accuracy, where)
         return Factored(value, solve, problem, where)
 
-    return make
+    return ("sparse-lu" if sparse else "dense"), make
 
 
 def _dense_lu(ops: Any, matrix: Any, accuracy: float, where: str) -> Callable[[Any, bool], Any]:

@@ -245,7 +245,7 @@ def _inverse(
         differs = [
             f"{name}={asked!r} (prepared: {had!r})"
             for name, asked, had in (
-                ("method", solver.method, prep.method),
+                ("method", solver.method, "dense" if prep.method == "sparse-lu" else prep.method),
                 ("rtol", solver.rtol, prepared.rtol),
                 ("maxiter", solver.maxiter, prepared.maxiter),
             )

@@ -155,15 +155,35 @@ def prepare_hessian(
 
 
 def prepare_hvp(
-    f: Callable, backend: Backend, x: Any, tx: Any, *contexts: Context, y: Any = None, strict: bool = True
+    f: Callable, backend: Backend, x: Any, tx: Any = None, *contexts: Context, y: Any = None, strict: bool = True
 ) -> HvpPrep:
-    """Prepare `hvp` (and `gradient_and_hvp`) for any `x` and `tx` of the same type, dtype and shape."""
+    """Prepare `hvp` (and `gradient_and_hvp`) for any `x` and `tx` of the same type, dtype and shape.
+
+    `tx` only tells the tangents' type: leave it out (or pass contexts right after `x`) for tangents
+    like `x`.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> prep = di.prepare_hvp(lambda x: np.sum(x**3), di.AutoTape(), np.zeros(2))
+        >>> prep.hvp(np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+        array([6., 0.])
+    """
+    tx, contexts = _tangent_like_x(x, tx, contexts)
     return prepare(_HVP, f, backend, x, tx, contexts, y, strict=strict)
 
 
 def prepare_hvp_same_point(
-    f: Callable, backend: Backend, x: Any, tx: Any, *contexts: Context, y: Any = None, strict: bool = True
+    f: Callable, backend: Backend, x: Any, tx: Any = None, *contexts: Context, y: Any = None, strict: bool = True
 ) -> HvpPrep:
     """Prepare `hvp` at this very `x` (and Constant values), for tangents of the same type, dtype and
-    shape."""
+    shape (leave `tx` out for tangents like `x`)."""
+    tx, contexts = _tangent_like_x(x, tx, contexts)
     return prepare(_HVP, f, backend, x, tx, contexts, y, strict=strict, same_point=True)
+
+
+def _tangent_like_x(x: Any, tx: Any, contexts: tuple) -> tuple[Any, tuple]:
+    """The tangent a preparation is made for, where the caller left it out: one like `x` (its values are
+    never used, only its type, dtype and shape); a context passed in its place is the first context."""
+    if isinstance(tx, Context):
+        return x, (tx, *contexts)
+    return (x if tx is None else tx), contexts
