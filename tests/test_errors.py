@@ -330,7 +330,7 @@ def test_a_pair_returned_without_has_aux_is_named(x):
         return sum(np.sum(v**2) for v in leaves), leaves[0] * 2
 
     for backend in (di.AutoTape(), di.AutoFiniteDiff()):
-        with pytest.raises(di.ShapeError, match=r"returned a tuple of 2: if f returns \(output, aux\), pass has_aux=True"):
+        with pytest.raises(di.ShapeError, match=r"a tuple of 2: if f returns \(output, aux\), pass has_aux=True"):
             di.gradient(f, backend, x)
         with pytest.raises(di.ShapeError, match="returned a tuple of 2"):
             di.prepare_hessian(f, backend, x)
