@@ -34,6 +34,9 @@ class ArrayOps(abc.ABC):
     array_types: tuple[type, ...] = ()
     #: whether an array's device is part of what a preparation is made for (the strict check names it)
     devices_matter: bool = False
+    #: whether `compile` compiles on first use, per argument specs (JAX): preparation then runs every
+    #: variant once, so that prepared calls find their programs compiled
+    compiles: bool = False
 
     def is_native(self, a: Any) -> bool:
         return isinstance(a, self.array_types)

@@ -220,7 +220,7 @@ def _prepare_flat(
     def remake() -> Kernel:
         return prepare_kernel(op, backend, problem, native, same_point, options)
 
-    return PREP_CLASSES[op.name](
+    prep = PREP_CLASSES[op.name](
         problem,
         backend,
         kernel,
@@ -237,6 +237,19 @@ def _prepare_flat(
         options=options,
         remake=remake,
     )
+    if ops.compiles and not single_use:
+        _compile_every_variant(prep, user_x, user_extra, contexts, user_y)
+    return prep
+
+
+def _compile_every_variant(prep: Prep, x: Any, extra: Any, contexts: tuple, y: Any) -> None:
+    """Run the plain operator and its full variant once at the preparation's own arguments, so that a
+    library that compiles on first use (JAX: `jax.jit` caches by argument specs) has compiled every
+    program those calls reach — the kernel's, the tree layer's and the auxiliary output's — and a prepared
+    call with the prepared specs only runs them. Results are discarded; the arguments are the caller's
+    (immutable arrays: a compiling library cannot write into them)."""
+    for full in (False, True):
+        prep.ops.block_until_ready(prep.run(full, x, extra, contexts, None, y, check=False))
 
 
 def _tangents(

@@ -509,3 +509,48 @@ def test_linearize_once_then_products():
             got = lin.push(jnp.eye(X.size)) if mode == "forward" else lin.pull(jnp.eye(jac.shape[0]))
             np.testing.assert_allclose(np.asarray(got), jac.T if mode == "forward" else jac, rtol=1e-12)
             np.testing.assert_allclose(np.asarray(lin.value), np.asarray(g(point)), rtol=1e-12)
+
+
+# -- preparation leaves nothing to compile ---------------------------------------------------------------------
+def _loss(p, X):
+    h = jnp.tanh(X @ p["w"] + p["b"])
+    return jnp.mean(h**2), {"h": h}
+
+
+_P = {"w": jnp.linspace(-1.0, 1.0, 12).reshape(4, 3), "b": jnp.zeros(3)}
+_X = jnp.linspace(0.0, 1.0, 20).reshape(5, 4)
+_V = jnp.linspace(0.0, 1.0, 6)
+_PREPARED = {
+    "gradient of a tree, Constant, has_aux": (
+        lambda: di.prepare_gradient(_loss, di.AutoJAX(), _P, di.Constant(_X), has_aux=True),
+        lambda p: (p.gradient(_P, di.Constant(_X)), p.value_and_gradient(_P, di.Constant(_X))),
+    ),
+    "hvp of a tree": (
+        lambda: di.prepare_hvp(lambda p, X: _loss(p, X)[0], di.AutoJAX(), _P, di.Constant(_X)),
+        lambda p: (p.hvp(_P, _P, di.Constant(_X)), p.gradient_and_hvp(_P, _P, di.Constant(_X))),
+    ),
+    "jacobian, NumPy input": (
+        lambda: di.prepare_jacobian(jnp.sin, di.AutoJAX(), np.ones(6)),
+        lambda p: (p.jacobian(np.ones(6)), p.value_and_jacobian(np.ones(6))),
+    ),
+    "sparse hessian": (
+        lambda: di.prepare_hessian(lambda x: jnp.sum(jnp.sin(x[1:] * x[:-1])), di.AutoSparse(di.AutoJAX()), _V),
+        lambda p: (p.hessian(_V), p.value_gradient_and_hessian(_V)),
+    ),
+    "a batch of pullbacks": (
+        lambda: di.prepare_pullback(jnp.sin, di.AutoJAX(), _V, (_V, _V)),
+        lambda p: (p.pullback(_V, (_V, _V)), p.value_and_pullback(_V, (_V, _V))),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_PREPARED))
+def test_prepared_calls_compile_nothing(case, caplog):
+    """Preparation compiles every program the plain operator and its full variant reach (the kernel's,
+    the tree layer's, the auxiliary output's): a prepared call with the prepared specs only runs them."""
+    make, use = _PREPARED[case]
+    prep = make()
+    with jax.log_compiles(True), caplog.at_level("WARNING"):
+        for _ in range(2):
+            jax.block_until_ready(use(prep))
+    assert [r.getMessage() for r in caplog.records if "Compiling" in r.getMessage()] == []

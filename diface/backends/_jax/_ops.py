@@ -24,6 +24,7 @@ class JaxOps(ArrayOps):
 
     name = "jax"
     mutable = False
+    compiles = True
 
     def __init__(self) -> None:
         import jax
