@@ -6,6 +6,7 @@
 """
 
 from .._engines import Engine, engine_of, engines, namespace_of, register_engine
+from ._agreement import Agreement, AgreementRow, check_agreement
 from ._check import Failure, check_operator, tolerances
 from ._complex import complex_intermediate_scenarios
 from ._compositions import COMPOSITIONS, Cell, Outcome, check_cell, composition_cells, run_compositions
@@ -22,6 +23,8 @@ test_differentiation.__test__ = False  # type: ignore[attr-defined]
 
 __all__ = [
     "COMPOSITIONS",
+    "Agreement",
+    "AgreementRow",
     "LAYOUTS",
     "Cell",
     "Engine",
@@ -34,6 +37,7 @@ __all__ = [
     "TreeScenario",
     "all_scenarios",
     "benchmark_differentiation",
+    "check_agreement",
     "check_cell",
     "check_operator",
     "check_threads",
