@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -85,9 +86,10 @@ def make_table(console: Console, title: str = "") -> Any:
 
 @contextlib.contextmanager
 def progress(console: Console, total: int | None, label: str) -> Iterator[Callable[[str], None]]:
-    """A progress bar while the block runs (rich's, where installed); yields `step(description)`."""
-    if console.rich is None:
-        yield lambda what: None
+    """A progress bar while the block runs (rich's, on a terminal where rich is installed; else a line on
+    standard error every few seconds, so that a log shows it too); yields `step(description)`."""
+    if console.rich is None or not sys.stdout.isatty():
+        yield _plain_progress(total, label)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -99,3 +101,20 @@ def progress(console: Console, total: int | None, label: str) -> Iterator[Callab
             bar.update(task, advance=1, description=escape(what[:70]))
 
         yield step
+
+
+def _plain_progress(total: int | None, label: str, every: float = 5.0) -> Callable[[str], None]:
+    """`step(description)` printing `label: done/total, elapsed: description` to standard error at most
+    every `every` seconds (the first step at once)."""
+    start = time.monotonic()
+    state = {"done": 0, "shown": -every}
+
+    def step(what: str) -> None:
+        state["done"] += 1
+        now = time.monotonic() - start
+        if now - state["shown"] >= every or state["done"] == total:
+            state["shown"] = now
+            of = f"/{total}" if total else ""
+            print(f"{label}: {state['done']}{of}, {now:.0f} s: {what[:70]}", file=sys.stderr, flush=True)
+
+    return step

@@ -122,3 +122,11 @@ def test_compare_compositions_prints_the_matrix():
     result = run("compare", "--compositions", "--backends", "tape", "finitediff", "--sample", "3")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "AutoSparse(SecondOrder)" in result.stdout and "0 wrong, 0 crashed" in result.stdout
+
+
+def test_compare_help_shows_the_defaults_and_a_log_shows_progress():
+    result = run("compare", "--help")
+    assert "(default: default)" in result.stdout and "--full" in result.stdout
+    result = run("compare", "--backends", "tape", "--scenarios", "structural")  # output is not a terminal
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "checking: 27/27" in result.stderr
