@@ -190,30 +190,53 @@ class Prep:
 
         return direct
 
-    def _tree_route(self) -> Callable[[Any, tuple, bool], Any] | None:
-        """The direct route on trees: flatten x, test its leaves (and the contexts), and run ravel -> the
-        program -> the result cut into a tree as one compiled program where the array library compiles
-        (JAX: one `jit`)."""
-        codec, program = self.codec, self.kernel.direct
-        if codec is None or program is None or not self._usable_program():
+    def _tree_route(self) -> Callable[[Any, tuple, bool, bool], Any] | None:
+        """The direct route on trees, for calls with x and contexts alone: flatten x, test its leaves (and
+        the contexts), then ravel -> the kernel -> the results cut into trees (-> f's auxiliary output) as
+        one compiled program per variant where the array library compiles and the kernel can be traced
+        into it (JAX: one `jit`); elsewhere the plain variant around the kernel's direct program."""
+        codec, kernel, ops = self.codec, self.kernel, self.ops
+        if codec is None or codec.xi is None or self.to_user or self.delivery.layout is not None:
             return None
-        xi, kind = codec.xi, self.op.kinds[-1]
-        if xi is None or self.to_user or self.delivery.layout is not None:
+        if self.same_point or self.op.tangent is not None:
             return None
-        decode = codec.decode
+        traced = kernel.traceable and ops.compiles
+        program, has_aux = kernel.direct, self.has_aux
+        if not traced and (program is None or has_aux):
+            return None
+        xi, kind, decode, deliver = codec.xi, self.op.kinds[-1], codec.decode, self.delivery.deliver
 
-        def tree_program(leaves: list, cv: tuple) -> Any:
-            return decode(kind, program(xi.ravel_leaves(leaves), cv))
+        def results(leaves: list, cv: tuple, full: bool) -> Any:
+            x = xi.ravel_leaves(leaves)
+            if program is not None and not full and not has_aux:
+                return decode(kind, program(x, cv))
+            out = codec.decode_all(deliver(kernel.run(x, None, cv, None, full), full, False, None, None), full)
+            if not has_aux:
+                return out
+            aux = codec.aux(x, cv, ops, False)
+            return ((out[0], aux), *out[1:]) if full else (out, aux)
 
-        fused = self.ops.compile(tree_program)
+        programs: list = [ops.compile(lambda leaves, cv: results(leaves, cv, False))]
+        programs.append(ops.compile(lambda leaves, cv: results(leaves, cv, True)) if traced else None)
+        tried = [False, False]
         flatten, matches, contexts_match = xi.flattener.flatten, xi.matches, self.guard.contexts_match
         general, values = self._run, self._values
 
-        def direct(x: Any, contexts: tuple, check: bool) -> Any:
+        def direct(x: Any, contexts: tuple, check: bool, full: bool) -> Any:
+            fused = programs[full]
             leaves, spec = flatten(x)
-            if not matches(leaves, spec) or (contexts and not contexts_match(contexts)):
-                return general(False, x, None, contexts, None, None, check)  # says what differs, or copes
-            return fused(leaves, values(contexts, leaves[0]) if contexts else ())
+            if fused is None or not matches(leaves, spec) or (contexts and not contexts_match(contexts)):
+                return general(full, x, None, contexts, None, None, check)  # says what differs, or copes
+            cv = values(contexts, leaves[0]) if contexts else ()
+            if tried[full]:
+                return fused(leaves, cv)
+            try:  # the first call compiles: what the library cannot compile (aux of strings) takes the general path
+                return fused(leaves, cv)
+            except Exception:
+                programs[full] = None
+                return general(full, x, None, contexts, None, None, check)
+            finally:
+                tried[full] = True
 
         return direct
 
@@ -256,10 +279,10 @@ class Prep:
                 r = self.kernel.run(x, (extra,), (), None, full)
                 return self.delivery.deliver(r, full, False, None, None)
         tree_direct = self._tree_direct
-        if tree_direct is not None and not full and extra is None and out is None and y is None:
+        if tree_direct is not None and extra is None and out is None and y is None:
             if contexts:
-                check_contexts(contexts, self.op.name)
-            return tree_direct(x, contexts, check)
+                check_contexts(contexts, self.op.full_name if full else self.op.name)
+            return tree_direct(x, contexts, check, full)
         return self._run(full, x, extra, contexts, out, y, check)
 
     def _run(self, full: bool, x: Any, extra: Any, contexts: tuple, out: Any, y: Any, check: bool) -> Any:

@@ -253,6 +253,30 @@ def test_has_aux_layouts(name):
     np.testing.assert_allclose(np.asarray(j), np.diag([2.0, 6.0]), rtol=1e-5)
 
 
+def test_jax_trees_with_aux_prepared_at_one_point_used_at_another():
+    """On JAX the tree layer, the kernel, the full variant and the aux output are one compiled program per
+    variant; aux that JAX cannot return from a compiled program (a string) takes the general path."""
+    x0, x1 = {"a": jnp.array([0.5, -1.0]), "b": jnp.array(2.0)}, {"a": jnp.array([1.0, 2.0]), "b": jnp.array(3.0)}
+    data = jnp.array([1.0, -2.0])
+    f = lambda t, d: (jnp.sum(t["a"] ** 2 * d) * t["b"], {"first": t["a"][0], "data": d})
+    g_ref, aux_ref = jax.grad(f, has_aux=True)(x1, data)
+    value_ref = f(x1, data)[0]
+    prep = di.prepare_gradient(f, di.AutoJAX(), x0, di.Constant(data), has_aux=True)
+    for _ in range(2):
+        g, aux = prep.gradient(x1, di.Constant(data))
+        assert_tree_close(g, g_ref, rtol=1e-6)
+        assert_tree_close(aux, aux_ref)
+        (value, aux2), g2 = prep.value_and_gradient(x1, di.Constant(data))
+        assert_tree_close((value, aux2, g2), (value_ref, aux_ref, g_ref), rtol=1e-6)
+    labelled = lambda t, d: (f(t, d)[0], "a label")
+    prep = di.prepare_gradient(labelled, di.AutoJAX(), x0, di.Constant(data), has_aux=True)
+    for _ in range(2):
+        (value, aux), g = prep.value_and_gradient(x1, di.Constant(data))
+        assert aux == "a label" and np.isclose(value, value_ref)
+        assert_tree_close(g, g_ref, rtol=1e-6)
+        assert prep.gradient(x1, di.Constant(data))[1] == "a label"
+
+
 def test_sparse_and_inverse_on_trees():
     x = {"a": np.array([1.0, 2.0]), "b": np.array([3.0])}
     f = lambda t: {"u": t["a"] ** 2, "v": t["b"] * 2.0}

@@ -37,8 +37,10 @@ def make_kernel(problem: Problem, program: Callable[[bool], Callable], extra: An
     def run(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> Result:
         return (full if full_variant else plain)(x, extra, cv)
 
-    # a compiled program converts NumPy arguments itself, fast
-    return Kernel(run, result_dtype=dtype, accepts_numpy=jit)
+    # a compiled program converts NumPy arguments itself, fast; with no static context values it may be
+    # traced into a larger program
+    traceable = jit and all(is_traceable(v) for v in problem.context_values)
+    return Kernel(run, result_dtype=dtype, accepts_numpy=jit, traceable=traceable)
 
 
 def direct_kernel(plain: Callable, full: Callable, problem: Problem, dtype: Any) -> Kernel:
@@ -54,7 +56,7 @@ def direct_kernel(plain: Callable, full: Callable, problem: Problem, dtype: Any)
         return full(x, extra, cv) if full_variant else Result(result=program(x, cv))
 
     # the prepared plain call: one compiled dispatch, nothing around it
-    return Kernel(run, result_dtype=dtype, accepts_numpy=True, direct=program)
+    return Kernel(run, result_dtype=dtype, accepts_numpy=True, direct=program, traceable=True)
 
 
 def linear_kernel(problem: Problem, values: Result, linear: Any, apply: Callable, extra: tuple, jit: bool) -> Kernel:
