@@ -72,8 +72,9 @@ class ArrayOps(abc.ABC):
         ...
 
     def unstack(self, a: Any) -> list:
-        """The slices of `a` along its first axis."""
-        return [a[i] for i in range(a.shape[0])]
+        """The slices of `a` along its first axis (`a[i, ...]`: the array API standard does not define an
+        index that leaves out trailing axes)."""
+        return [a[i, ...] for i in range(a.shape[0])]
 
     @abc.abstractmethod
     def moveaxis(self, a: Any, source: int, destination: int) -> Any: ...
