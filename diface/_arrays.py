@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ArrayOps", "ArrayAPIOps", "NumpyOps", "NUMPY", "ops_for", "register_array_ops"]
+__all__ = ["ArrayOps", "ArrayAPIOps", "NumpyOps", "NUMPY", "ops_for", "register_array_ops", "reshaped"]
 
 
 class ArrayOps(abc.ABC):
@@ -518,3 +518,14 @@ def ops_for(a: Any) -> ArrayOps | None:
             return None
     _BY_TYPE[t] = ops
     return ops
+
+
+def reshaped(a: Any, shape: tuple) -> Any:
+    """`a` in `shape`: by its own `reshape` method where it has one (NumPy, torch, JAX, autograd's boxes),
+    else by its namespace (arrays of the array API standard have `xp.reshape` and no method)."""
+    if hasattr(a, "reshape"):
+        return a.reshape(shape)
+    ops = ops_for(a)
+    if ops is None:
+        raise TypeError(f"cannot reshape a {type(a).__name__}: it has no reshape method and no array namespace")
+    return ops.reshape(a, shape)
