@@ -5,6 +5,7 @@ extension API alone."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import numpy as np
@@ -148,3 +149,13 @@ def test_one_file_against_the_extension_api():
         *("__future__", "dataclasses", "math", "operator", "sys", "types", "typing"),  # the standard library
         *("array_api_strict", "diface"),
     }
+
+
+def test_the_docs_page_quotes_the_file():
+    """docs/add-a-backend.md walks through the file in excerpts (```py blocks, not run): each is verbatim."""
+    page = (FILE.parent.parent / "docs" / "add-a-backend.md").read_text()
+    excerpts = re.findall(r"^```py\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+    assert len(excerpts) >= 10
+    source = FILE.read_text()
+    missing = [e for e in excerpts if e not in source]
+    assert missing == [], "excerpts not in tests/array_api_backend.py:\n" + "\n---\n".join(missing)
