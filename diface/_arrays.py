@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ArrayOps", "ArrayAPIOps", "NumpyOps", "NUMPY", "ops_for", "register_array_ops"]
+__all__ = ["ArrayOps", "ArrayAPIOps", "NumpyOps", "NUMPY", "ops_for", "register_array_ops", "reshaped"]
 
 
 class ArrayOps(abc.ABC):
@@ -75,8 +75,9 @@ class ArrayOps(abc.ABC):
         ...
 
     def unstack(self, a: Any) -> list:
-        """The slices of `a` along its first axis."""
-        return [a[i] for i in range(a.shape[0])]
+        """The slices of `a` along its first axis (`a[i, ...]`: the array API standard does not define an
+        index that leaves out trailing axes)."""
+        return [a[i, ...] for i in range(a.shape[0])]
 
     @abc.abstractmethod
     def moveaxis(self, a: Any, source: int, destination: int) -> Any: ...
@@ -520,3 +521,14 @@ def ops_for(a: Any) -> ArrayOps | None:
             return None
     _BY_TYPE[t] = ops
     return ops
+
+
+def reshaped(a: Any, shape: tuple) -> Any:
+    """`a` in `shape`: by its own `reshape` method where it has one (NumPy, torch, JAX, autograd's boxes),
+    else by its namespace (arrays of the array API standard have `xp.reshape` and no method)."""
+    if hasattr(a, "reshape"):
+        return a.reshape(shape)
+    ops = ops_for(a)
+    if ops is None:
+        raise TypeError(f"cannot reshape a {type(a).__name__}: it has no reshape method and no array namespace")
+    return ops.reshape(a, shape)

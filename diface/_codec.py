@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import NUMPY, ArrayOps, ops_for
+from ._arrays import NUMPY, ArrayOps, ops_for, reshaped
 from ._convert import native_context_value, native_x
 from ._errors import ArgumentError, ShapeError
 from ._optable import Operator
@@ -70,7 +70,7 @@ def _ravel_traced(info: TreeInfo, tree: Any, where: str) -> Any:
     leaves, spec = info.flattener.flatten(tree)
     if spec != info.spec:
         raise ArgumentError(f"{where}: f returned {info.describe_structure_difference(tree, 'its output')}")
-    parts = [v.reshape(-1) if hasattr(v, "reshape") else np.asarray(v, dtype=np.float64).reshape(-1) for v in leaves]
+    parts = [reshaped(v, (-1,)) if hasattr(v, "shape") else np.asarray(v, dtype=np.float64).reshape(-1) for v in leaves]
     return parts[0] if len(parts) == 1 else _concat_traced(parts)
 
 
@@ -293,7 +293,7 @@ class TreeCodec:
         ops = self.ops
         scipy_sparse = hasattr(d, "tocsr")
         if self.output == "matrix":
-            return d if scipy_sparse else d.reshape(nrows, ncols)
+            return d if scipy_sparse else reshaped(d, (nrows, ncols))
         if rows is None and cols is None:
             return d
         if scipy_sparse:
@@ -301,7 +301,7 @@ class TreeCodec:
         elif ops.is_sparse(d):
             m = ops.reshape(ops.sparse_to_dense(d), (nrows, ncols))
         else:
-            m = d.reshape(nrows, ncols)
+            m = reshaped(d, (nrows, ncols))
         # an array output (rows None) is one block of rows; an array x one block of columns
         r_shapes = rows.shapes if rows is not None else (self.y_shape,)
         c_shapes = cols.shapes if cols is not None else (self.x_shape,)
@@ -313,7 +313,7 @@ class TreeCodec:
             shape = r_shapes[i] + c_shapes[j]
             if scipy_sparse:
                 return b if len(shape) == 2 else b.toarray().reshape(shape)
-            return b.reshape(shape)
+            return reshaped(b, shape)
 
         def inner_tree(i: int) -> Any:
             if cols is None:
@@ -371,4 +371,4 @@ class TreeCodec:
 
 
 def _flat(d: Any) -> Any:
-    return d.reshape(-1) if getattr(d, "ndim", 1) != 1 else d
+    return reshaped(d, (-1,)) if getattr(d, "ndim", 1) != 1 else d

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._arrays import NUMPY, ArrayOps, ops_for
+from ._arrays import NUMPY, ArrayOps, ops_for, reshaped
 from ._errors import ArgumentError, ShapeError
 
 __all__ = ["Flattener", "TreeInfo", "TreeLibrary", "is_tree", "ravel", "register_tree_library", "tree_paths"]
@@ -399,7 +399,7 @@ class TreeInfo:
         """A tree of views of `flat` (any engine's traced array): what f sees inside a flat problem."""
         ops = ops_for(flat)
         parts = ops.split(flat, self.sizes) if ops is not None else _slices(flat, self.offsets)
-        leaves = [v.reshape(s) for v, s in zip(parts, self.shapes)]
+        leaves = [reshaped(v, s) for v, s in zip(parts, self.shapes)]
         return self.flattener.unflatten(self.spec, leaves)
 
     def split(self, flat: Any) -> list:
@@ -415,7 +415,7 @@ class TreeInfo:
         dtypes = [self._dtype_in(ops, spec[1]) for spec in self.leaf_specs] if self.cast else None
 
         def split(flat: Any) -> list:
-            leaves = [flat[a:b].reshape(s) for a, b, s in zip(offsets, offsets[1:], shapes)]
+            leaves = [reshaped(flat[a:b], s) for a, b, s in zip(offsets, offsets[1:], shapes)]
             if dtypes is not None:
                 leaves = [v if d is None or v.dtype == d else ops.astype(v, d) for v, d in zip(leaves, dtypes)]
             return leaves

@@ -162,7 +162,7 @@ def _sin_times(xp: Any, x: Any) -> Any:
 
 
 def _tanh_times_first(xp: Any, x: Any) -> Any:
-    return xp.tanh(x) * x[:1]
+    return xp.tanh(x) * x[:1, ...]  # the array API standard spells out the trailing axes
 
 
 def _jac_tanh_times_first(x: np.ndarray) -> np.ndarray:

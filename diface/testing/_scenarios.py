@@ -203,7 +203,7 @@ def _vector_to_matrix(xp: Any, x: Any) -> Any:
 
 
 def _matrix_to_scalar(xp: Any, x: Any) -> Any:
-    return xp.sum(x**3) / 3 + xp.sum(x[0] * x[1])
+    return xp.sum(x**3) / 3 + xp.sum(x[0, ...] * x[1, ...])  # x[0, ...]: the array API has no x[0] of a matrix
 
 
 def _matrix_to_matrix(xp: Any, x: Any) -> Any:

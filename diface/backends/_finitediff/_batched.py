@@ -191,7 +191,7 @@ def prepare_batched_pushforward(backend: Any, problem: Problem, tangents: tuple,
         points, steps = [], []
         for t in tangents:
             size = ops.max(ops.abs(t))
-            reach = ops.max(ops.abs(x) * (t != 0))
+            reach = ops.max(ops.abs(x) * ops.astype(t != 0, x_dtype))  # no bool arithmetic in the array API
             h = factor * ops.maximum(reach, 1.0) / ops.maximum(size, _TINY)
             h = ops.astype(h, x_dtype)
             d = 1j * h if method == "complex" else h
