@@ -62,7 +62,7 @@ from ._operators import (
 )
 from ._prep import Prep
 from ._second_order import SecondOrder
-from ._trees import ravel
+from ._tree_info import ravel
 from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoTape, AutoTorch
 
 __version__ = "0.1.0"

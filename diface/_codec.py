@@ -23,7 +23,8 @@ from ._convert import native_context_value, native_x
 from ._errors import ArgumentError, ShapeError
 from ._optable import Operator
 from ._strict import labelled
-from ._trees import TreeInfo, flattener_for, is_tree, tree_paths
+from ._tree_info import TreeInfo
+from ._trees import flattener_for, is_tree, tree_paths
 
 __all__ = ["OUTPUTS", "Flat", "TreeCodec", "make_codec", "structured"]
 

@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "diface._arrays",
             "diface._contexts",
             "diface._trees",
+            "diface._tree_info",
             "diface._signature",
             "diface._convert",
             "diface._engines",

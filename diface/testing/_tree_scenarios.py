@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from .._engines import namespace_of
-from .._trees import TreeInfo, flattener_for, tree_paths
+from .._tree_info import TreeInfo
+from .._trees import flattener_for, tree_paths
 from ._check import Failure
 
 __all__ = ["TreeScenario", "check_tree_operator", "tree_scenarios"]

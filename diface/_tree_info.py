@@ -1,0 +1,281 @@
+"""The description of one tree (`TreeInfo`): its structure, leaf paths, shapes and dtypes as a preparation
+remembers them, how to ravel a tree of that shape into one 1-D array of its leaves' library and to cut a
+flat array back into such a tree; and `ravel`, the public form of it. Flattening is `diface._trees`'s.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._arrays import NUMPY, ArrayOps, ops_for, reshaped
+from ._errors import ArgumentError, ShapeError
+from ._trees import SCALARS, flattener_for, tree_paths
+
+__all__ = ["TreeInfo", "ops_floating", "ravel"]
+
+
+class TreeInfo:
+    """A tree's structure and leaves as a preparation remembers them: how to ravel a tree of this shape
+    into one 1-D array of the leaves' library, and to cut a flat array back into such a tree."""
+
+    __slots__ = (
+        "_ravels",
+        "_splits",
+        "cast",
+        "dtype",
+        "flattener",
+        "label",
+        "leaf_specs",
+        "n",
+        "offsets",
+        "ops",
+        "scalar_leaves",
+        "shapes",
+        "sizes",
+        "spec",
+    )
+
+    def __init__(self, tree: Any, label: str, where: str, one_library: bool = True) -> None:
+        self.label = label
+        self.flattener = flattener_for(tree)
+        leaves, self.spec = self.flattener.flatten(tree)
+        ops: ArrayOps | None = None
+        arrays = []
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, (bool, str, bytes)) or leaf is None:
+                raise ArgumentError(
+                    f"{where}: {self._path(tree, i)} is a {type(leaf).__name__}; tree leaves must be arrays or numbers"
+                )
+            if isinstance(leaf, SCALARS):
+                continue
+            leaf_ops = ops_for(leaf)
+            if leaf_ops is None:
+                raise ArgumentError(
+                    f"{where}: {self._path(tree, i)} is a {type(leaf).__name__}; tree leaves must be arrays or numbers"
+                )
+            if ops is not None and leaf_ops is not ops and one_library:
+                raise ArgumentError(
+                    f"{where}: {self._path(tree, i)} is a {leaf_ops.name} array, but other leaves of {label} are "
+                    f"{ops.name} arrays; a tree's leaves must come from one array library"
+                )
+            ops = leaf_ops
+            if not ops_floating(leaf_ops, leaf.dtype):
+                raise ArgumentError(
+                    f"{where}: {self._path(tree, i)} has dtype {leaf.dtype}; differentiation needs floating-point "
+                    "leaves (e.g. pass x.astype(float))"
+                )
+            arrays.append(leaf)
+        self.ops = ops if ops is not None else NUMPY
+        self.scalar_leaves = any(isinstance(v, SCALARS) for v in leaves)
+        self.leaf_specs = tuple(_spec(v) for v in leaves)
+        self.shapes = tuple(() if isinstance(v, SCALARS) else tuple(v.shape) for v in leaves)
+        self.sizes = tuple(int(np.prod(s, dtype=np.int64)) for s in self.shapes)
+        offsets = [0]
+        for s in self.sizes:
+            offsets.append(offsets[-1] + s)
+        self.offsets = tuple(offsets)
+        self.n = offsets[-1]
+        dtypes = [v.dtype for v in arrays]
+        if not dtypes:
+            dtypes = [np.dtype(np.float64)]
+        dtype = dtypes[0]
+        for d in dtypes[1:]:
+            dtype = self.ops.result_type(dtype, d)
+        self.dtype = dtype
+        self.cast = any(d != dtype for d in dtypes) or self.scalar_leaves
+        # ravel and split per array library, compiled where the library compiles (eager slicing of JAX
+        # arrays costs ~10 us a leaf)
+        self._ravels: dict[ArrayOps, Callable] = {}
+        self._splits: dict[ArrayOps, Callable] = {}
+
+    # -- checking ---------------------------------------------------------------------------------------
+    def _path(self, tree: Any, i: int) -> str:
+        paths = tree_paths(tree, self.label)
+        return paths[i][0] if i < len(paths) else f"{self.label} (leaf {i})"
+
+    def leaves_of(self, tree: Any, where: str, what: str = "") -> list:
+        """`tree`'s leaves, checked against this structure and its leaf shapes (dtypes too where `what` is
+        empty: a strict check); `ShapeError` naming the path otherwise."""
+        leaves, spec = self.flattener.flatten(tree)
+        if spec != self.spec:
+            raise ShapeError(f"{where}: {self.describe_structure_difference(tree, what or self.label)}")
+        for i, leaf in enumerate(leaves):
+            if _shape(leaf) != self.shapes[i]:
+                path = tree_paths(tree, what or self.label)[i][0]
+                raise ShapeError(
+                    f"{where}: {path} has shape {_shape(leaf)}, it must be shaped like {self.label}: {self.shapes[i]}"
+                )
+            if (
+                isinstance(leaf, (str, bytes, bool))
+                or leaf is None
+                or not (isinstance(leaf, SCALARS) or hasattr(leaf, "dtype"))
+            ):
+                path = tree_paths(tree, what or self.label)[i][0]
+                raise ArgumentError(
+                    f"{where}: {path} is a {type(leaf).__name__}; tree leaves must be arrays or numbers"
+                )
+        return leaves
+
+    def describe_structure_difference(self, tree: Any, label: str) -> str:
+        then = [p for p, _ in tree_paths(self.unflatten(list(range(len(self.shapes)))), "")]
+        try:
+            now = [p for p, _ in tree_paths(tree, "")]
+        except Exception:  # pragma: no cover - a node the walker cannot read
+            now = []
+        missing = [p for p in then if p not in now]
+        extra = [p for p in now if p not in then]
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join(label + p for p in missing[:4]))
+        if extra:
+            parts.append("unexpected " + ", ".join(label + p for p in extra[:4]))
+        detail = "; ".join(parts) if parts else "the containers' types or order differ"
+        return f"{label} has another tree structure than {self.label} ({detail})"
+
+    def mismatches(self, tree: Any) -> list[str]:
+        """Lines `path: shape (3,) at preparation, (4,) now` for each leaf that differs (strict check)."""
+        leaves, spec = self.flattener.flatten(tree)
+        if spec != self.spec:
+            return [self.describe_structure_difference(tree, self.label)]
+        lines = []
+        paths = None
+        for i, leaf in enumerate(leaves):
+            then, now = self.leaf_specs[i], _spec(leaf)
+            if then != now:
+                paths = paths or tree_paths(tree, self.label)
+                parts = []
+                for what, a, b in zip(("type", "dtype", "shape"), then, now):
+                    if a != b:
+                        a = a.__qualname__ if isinstance(a, type) else a
+                        b = b.__qualname__ if isinstance(b, type) else b
+                        parts.append(f"{what} {a} at preparation, {b} now")
+                lines.append(f"{paths[i][0]}: " + "; ".join(parts))
+        return lines
+
+    def matches(self, leaves: list, spec: Any) -> bool:
+        if spec != self.spec or len(leaves) != len(self.leaf_specs):
+            return False
+        for leaf, s in zip(leaves, self.leaf_specs):
+            if type(leaf) is not s[0] or getattr(leaf, "dtype", None) != s[1] or getattr(leaf, "shape", None) != s[2]:
+                if _spec(leaf) != s:
+                    return False
+        return True
+
+    # -- raveling ---------------------------------------------------------------------------------------
+    def ravel_leaves(self, leaves: list, like: Any = None) -> Any:
+        """The leaves as one 1-D array of the leaves' own library (NumPy leaves give a NumPy array
+        whatever library the tree was described with), of the tree's dtype."""
+        ops = next((o for o in map(_array_ops_of, leaves) if o is not None), self.ops)
+        if not leaves:
+            return ops.zeros((0,), self._dtype_in(ops, self.dtype), like=like)
+        if self.scalar_leaves:
+            leaves = [
+                ops.asarray(np.asarray(v, dtype=np.float64), like=like) if isinstance(v, SCALARS) else v for v in leaves
+            ]
+        ravel = self._ravels.get(ops)
+        if ravel is None:
+            ravel = self._ravels[ops] = self._make_ravel(ops)
+        return ravel(leaves)
+
+    def _make_ravel(self, ops: ArrayOps) -> Callable:
+        dtype = self._dtype_in(ops, self.dtype)
+        cast = self.cast
+
+        def ravel(leaves: list) -> Any:
+            parts = [ops.reshape(v, (-1,)) for v in leaves]
+            if cast:
+                parts = [p if p.dtype == dtype else ops.astype(p, dtype) for p in parts]
+            return parts[0] if len(parts) == 1 else ops.concat(parts)
+
+        return ops.compile(ravel) if not self.scalar_leaves and len(self.shapes) > 1 else ravel
+
+    def _dtype_in(self, ops: ArrayOps, dtype: Any) -> Any:
+        """`dtype` (of the tree's library) as `ops` spells it (NumPy's dtype of a torch dtype, say)."""
+        if ops is self.ops or dtype is None or ops is not NUMPY:
+            return dtype
+        return self.ops.to_numpy(self.ops.zeros((), dtype)).dtype
+
+    def unravel_traced(self, flat: Any) -> Any:
+        """A tree of views of `flat` (any engine's traced array): what f sees inside a flat problem."""
+        ops = ops_for(flat)
+        parts = ops.split(flat, self.sizes) if ops is not None else _slices(flat, self.offsets)
+        leaves = [reshaped(v, s) for v, s in zip(parts, self.shapes)]
+        return self.flattener.unflatten(self.spec, leaves)
+
+    def split(self, flat: Any) -> list:
+        """`flat` (a result, 1-D) cut into leaves of the leaves' shapes (and dtypes)."""
+        ops = ops_for(flat) or NUMPY
+        split = self._splits.get(ops)
+        if split is None:
+            split = self._splits[ops] = self._make_split(ops)
+        return split(flat)
+
+    def _make_split(self, ops: ArrayOps) -> Callable:
+        offsets, shapes = self.offsets, self.shapes
+        dtypes = [self._dtype_in(ops, spec[1]) for spec in self.leaf_specs] if self.cast else None
+
+        def split(flat: Any) -> list:
+            leaves = [reshaped(flat[a:b], s) for a, b, s in zip(offsets, offsets[1:], shapes)]
+            if dtypes is not None:
+                leaves = [v if d is None or v.dtype == d else ops.astype(v, d) for v, d in zip(leaves, dtypes)]
+            return leaves
+
+        return ops.compile(split) if len(shapes) > 1 else split
+
+    def unflatten(self, leaves: list) -> Any:
+        return self.flattener.unflatten(self.spec, list(leaves))
+
+    def unravel(self, flat: Any) -> Any:
+        return self.unflatten(self.split(flat))
+
+
+def _slices(flat: Any, offsets: tuple) -> list:
+    return [flat[a:b] for a, b in itertools.pairwise(offsets)]
+
+
+def _array_ops_of(leaf: Any) -> ArrayOps | None:
+    return None if isinstance(leaf, SCALARS) else ops_for(leaf)
+
+
+def ops_floating(ops: ArrayOps, dtype: Any) -> bool:
+    try:
+        return bool(ops.is_floating(dtype))
+    except Exception:  # pragma: no cover
+        return False
+
+
+def _shape(a: Any) -> tuple:
+    s = getattr(a, "shape", None)
+    return () if s is None else tuple(s)
+
+
+def _spec(a: Any) -> tuple:
+    if isinstance(a, (int, float)) and not isinstance(a, bool):
+        return (type(a), None, ())
+    if isinstance(a, np.generic):
+        return (type(a), a.dtype, ())
+    return (type(a), getattr(a, "dtype", None), getattr(a, "shape", None))
+
+
+def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """`(flat, unravel)`: the tree's leaves raveled into one 1-D array of their array library, and the
+    function that cuts a flat array of that length back into a tree of the same structure, shapes and
+    dtypes (as `jax.flatten_util.ravel_pytree`). An array is its own one-leaf tree.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> flat, unravel = di.ravel({"w": np.ones((2, 2)), "b": np.zeros(2)})
+        >>> flat
+        array([0., 0., 1., 1., 1., 1.])
+        >>> unravel(np.arange(6.0))["w"]
+        array([[2., 3.],
+               [4., 5.]])
+    """
+    info = TreeInfo(tree, "tree", "ravel")
+    leaves, _ = info.flattener.flatten(tree)
+    flat = info.ravel_leaves(leaves, like=next((v for v in leaves if hasattr(v, "shape")), None))
+    return flat, info.unravel
