@@ -171,15 +171,14 @@ class TreeCodec:
         self.output = output
         #: a tuple of tangents (rather than one tangent that is a tuple-shaped tree)
         self.batched = op.tangent is not None and self._batched(extra)
-        self.nx = xi.n if xi is not None else None
-        self.ny = yi.n if yi is not None else None
 
     def _batched(self, extra: Any) -> bool:
         info = self.xi if self.op.tangent == "tx" else self.yi
         return type(extra) is tuple and (info is None or not _same_structure(info, extra))
 
     def bind(self, ops: ArrayOps, x_shape: tuple, y_shape: tuple) -> None:
-        """The flat problem's arrays and sizes (for the blocks of Jacobians and Hessians)."""
+        """The flat problem's arrays and sizes (for the blocks of Jacobians and Hessians): set by the
+        preparation, before any result is decoded."""
         self.ops = ops
         self.x_shape, self.y_shape = tuple(x_shape), tuple(y_shape)
         self.nx = int(np.prod(x_shape, dtype=np.int64))
@@ -199,7 +198,7 @@ class TreeCodec:
         xi = self.xi
         if xi is None:
             return x
-        if not matched:
+        if not matched or leaves is None:
             leaves = xi.leaves_of(x, where)  # a clear error where the structure or a shape differs
         return xi.ravel_leaves(leaves)
 

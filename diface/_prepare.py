@@ -1,15 +1,16 @@
 """Preparing an operator, and calling one: the entry of every public operator.
 
-`prepare(op, ...)` validates the arguments, converts them to the backend's arrays, builds the `Problem`
-and asks the backend for its `Kernel`; structured calls (trees, `has_aux`, `output="matrix"`) first get
-a codec and prepare the flat problem it stands for, the same way. `call(op, ...)` prepares for one call
-(unprepared operators) or checks and reuses the preparation given.
+`prepare(cls, ...)` (`cls`: the operator's `Prep` class, `GradientPrep`, ...) validates the arguments,
+converts them to the backend's arrays, builds the `Problem` and asks the backend for its `Kernel`;
+structured calls (trees, `has_aux`, `output="matrix"`) first get a codec and prepare the flat problem it
+stands for, the same way. `call(op, ...)` prepares for one call (unprepared operators) or checks and
+reuses the preparation given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,6 +28,8 @@ from ._strict import Guard, labelled
 
 __all__ = ["call", "prepare", "prepare_kernel"]
 
+P = TypeVar("P", bound=Prep)
+
 
 def prepare_kernel(
     op: Operator, backend: Backend, problem: Problem, tangents: tuple | None, same_point: bool, options: Any = None
@@ -41,7 +44,7 @@ def prepare_kernel(
 
 
 def prepare(
-    op: Operator,
+    cls: type[P],
     f: Callable,
     backend: Backend,
     x: Any,
@@ -55,9 +58,11 @@ def prepare(
     options: Any = None,
     has_aux: bool = False,
     output: str = "tree",
-) -> Prep:
-    """Validate, convert, and ask `backend` for the kernel of operator `op` (with `options`, for the
-    operators that have some); a structured call prepares the flat problem of its codec."""
+) -> P:
+    """Validate, convert, and ask `backend` for the kernel of the operator `cls` prepares (`cls.op`, with
+    `options` for the operators that have some); a structured call prepares the flat problem of its
+    codec."""
+    op = cls.op
     where = f"prepare_{op.name}" if not single_use else op.name
     if not callable(f):
         raise ArgumentError(f"{where}: f must be callable, got {kind(f)}")
@@ -76,7 +81,7 @@ def prepare(
         f_flat, x_flat, extra_flat, y_flat = flat.f, flat.x, flat.extra, flat.y
     try:
         return _prepare_flat(
-            op,
+            cls,
             f_flat,
             backend,
             x_flat,
@@ -98,12 +103,12 @@ def prepare(
             raise ArgumentError(str(e)) from None
         # f returns a tree where x is an array: the codec of its output
         return _prepare_tree_output(
-            op, f, backend, x, extra, contexts, y, strict, same_point, single_use, options, has_aux, output, where
+            cls, f, backend, x, extra, contexts, y, strict, same_point, single_use, options, has_aux, output, where
         )
 
 
 def _prepare_tree_output(
-    op: Operator,
+    cls: type[P],
     f: Callable,
     backend: Backend,
     x: Any,
@@ -117,12 +122,12 @@ def _prepare_tree_output(
     has_aux: bool,
     output: str,
     where: str,
-) -> Prep:
+) -> P:
     """f returned a tree where x is an array: the codec of its output."""
-    codec, flat = make_codec(op, f, backend, x, extra, contexts, y, has_aux, output, where)
+    codec, flat = make_codec(cls.op, f, backend, x, extra, contexts, y, has_aux, output, where)
     try:
         return _prepare_flat(
-            op,
+            cls,
             flat.f,
             backend,
             flat.x,
@@ -144,7 +149,7 @@ def _prepare_tree_output(
 
 
 def _prepare_flat(
-    op: Operator,
+    cls: type[P],
     f: Callable,
     backend: Backend,
     x: Any,
@@ -161,7 +166,8 @@ def _prepare_flat(
     user: tuple,
     has_aux: bool,
     output: str,
-) -> Prep:
+) -> P:
+    op = cls.op
     if y is not None and not backend.supports_inplace:
         raise NotSupportedError(
             f"{where}: {backend!r} does not support in-place functions f(y, x); write f to return its "
@@ -220,7 +226,7 @@ def _prepare_flat(
     def remake() -> Kernel:
         return prepare_kernel(op, backend, problem, native, same_point, options)
 
-    prep = PREP_CLASSES[op.name](
+    prep = cls(
         problem,
         backend,
         kernel,
@@ -300,7 +306,7 @@ def call(
     """An operator call: prepare for this one call (with `options`), or check and reuse `prep`."""
     if prep is None:
         prep = prepare(
-            op,
+            PREP_CLASSES[op.name],
             f,
             backend,
             x,

@@ -23,6 +23,7 @@ _NUMBERS = (bool, int, float, np.generic)
 #: leaves that are numbers rather than arrays: raveled as float64
 SCALARS = (int, float, np.generic)
 
+_optree: Any
 try:  # the compiled flattener, where installed (the `trees` extra)
     import optree as _optree
 except ImportError:  # pragma: no cover - exercised where optree is absent

@@ -157,7 +157,7 @@ def prepare_derivative(
     has_aux: bool = False,
 ) -> DerivativePrep:
     """Prepare `derivative` (and `value_and_derivative`) for any scalar `x` of the same type and dtype."""
-    return prepare(_DERIVATIVE, f, backend, x, None, contexts, y, strict=strict, has_aux=has_aux)
+    return prepare(DerivativePrep, f, backend, x, None, contexts, y, strict=strict, has_aux=has_aux)
 
 
 def prepare_gradient(
@@ -177,7 +177,7 @@ def prepare_gradient(
         >>> prep.gradient(np.array([1.0, 2.0, 3.0])).round(6)
         array([2., 4., 6.])
     """
-    return prepare(_GRADIENT, f, backend, x, None, contexts, y, strict=strict, has_aux=has_aux)
+    return prepare(GradientPrep, f, backend, x, None, contexts, y, strict=strict, has_aux=has_aux)
 
 
 def prepare_jacobian(
@@ -191,4 +191,4 @@ def prepare_jacobian(
     output: str = "tree",
 ) -> JacobianPrep:
     """Prepare `jacobian` (and `value_and_jacobian`) for any `x` of the same type, dtype and shape."""
-    return prepare(_JACOBIAN, f, backend, x, None, contexts, y, strict=strict, has_aux=has_aux, output=output)
+    return prepare(JacobianPrep, f, backend, x, None, contexts, y, strict=strict, has_aux=has_aux, output=output)

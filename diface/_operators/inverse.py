@@ -156,7 +156,7 @@ def prepare_inverse_pushforward(
         array([1., 1., 1.])
     """
     solver = InverseSolver.checked(method, rtol, maxiter, "prepare_inverse_pushforward")
-    return prepare(_INVERSE_PUSHFORWARD, f, backend, x, ty, contexts, y, strict=strict, options=solver)
+    return prepare(InversePushforwardPrep, f, backend, x, ty, contexts, y, strict=strict, options=solver)
 
 
 def prepare_inverse_pushforward_same_point(
@@ -182,7 +182,9 @@ def prepare_inverse_pushforward_same_point(
         array([1., 1.])
     """
     solver = InverseSolver.checked(method, rtol, maxiter, "prepare_inverse_pushforward_same_point")
-    return prepare(_INVERSE_PUSHFORWARD, f, backend, x, ty, contexts, y, strict=strict, same_point=True, options=solver)
+    return prepare(
+        InversePushforwardPrep, f, backend, x, ty, contexts, y, strict=strict, same_point=True, options=solver
+    )
 
 
 def prepare_inverse_pullback(
@@ -200,7 +202,7 @@ def prepare_inverse_pullback(
     """Prepare `inverse_pullback` (and its value variant) for any `x` and `tx` of the same array type,
     dtype and shape; see `prepare_inverse_pushforward`."""
     solver = InverseSolver.checked(method, rtol, maxiter, "prepare_inverse_pullback")
-    return prepare(_INVERSE_PULLBACK, f, backend, x, tx, contexts, y, strict=strict, options=solver)
+    return prepare(InversePullbackPrep, f, backend, x, tx, contexts, y, strict=strict, options=solver)
 
 
 def prepare_inverse_pullback_same_point(
@@ -218,7 +220,7 @@ def prepare_inverse_pullback_same_point(
     """Prepare `inverse_pullback` at this very `x` (and Constant values): the factorization or
     linearization is made once, now."""
     solver = InverseSolver.checked(method, rtol, maxiter, "prepare_inverse_pullback_same_point")
-    return prepare(_INVERSE_PULLBACK, f, backend, x, tx, contexts, y, strict=strict, same_point=True, options=solver)
+    return prepare(InversePullbackPrep, f, backend, x, tx, contexts, y, strict=strict, same_point=True, options=solver)
 
 
 def _inverse(

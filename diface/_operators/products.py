@@ -127,7 +127,7 @@ def prepare_pushforward(
         >>> prep.pushforward(np.array([1.0, 2.0]), np.array([1.0, 1.0])).round(6)
         array([2., 4.])
     """
-    return prepare(_PUSHFORWARD, f, backend, x, tx, contexts, y, strict=strict, has_aux=has_aux)
+    return prepare(PushforwardPrep, f, backend, x, tx, contexts, y, strict=strict, has_aux=has_aux)
 
 
 def prepare_pushforward_same_point(
@@ -142,7 +142,7 @@ def prepare_pushforward_same_point(
 ) -> PushforwardPrep:
     """Prepare `pushforward` at this very `x` (and Constant values), for tangents of the same type,
     dtype and shape; backends may cache the linearization at `x`."""
-    return prepare(_PUSHFORWARD, f, backend, x, tx, contexts, y, strict=strict, same_point=True, has_aux=has_aux)
+    return prepare(PushforwardPrep, f, backend, x, tx, contexts, y, strict=strict, same_point=True, has_aux=has_aux)
 
 
 def prepare_pullback(
@@ -164,7 +164,7 @@ def prepare_pullback(
         >>> prep(np.array([1.0, 2.0]), np.array([1.0, 1.0])).round(6)
         array([2., 4.])
     """
-    return prepare(_PULLBACK, f, backend, x, ty, contexts, y, strict=strict, has_aux=has_aux)
+    return prepare(PullbackPrep, f, backend, x, ty, contexts, y, strict=strict, has_aux=has_aux)
 
 
 def prepare_pullback_same_point(
@@ -179,4 +179,4 @@ def prepare_pullback_same_point(
 ) -> PullbackPrep:
     """Prepare `pullback` at this very `x` (and Constant values), for cotangents of the same type,
     dtype and shape; backends may keep the forward pass."""
-    return prepare(_PULLBACK, f, backend, x, ty, contexts, y, strict=strict, same_point=True, has_aux=has_aux)
+    return prepare(PullbackPrep, f, backend, x, ty, contexts, y, strict=strict, same_point=True, has_aux=has_aux)

@@ -138,7 +138,7 @@ def prepare_second_derivative(
     f: Callable, backend: Backend, x: Any, *contexts: Context, y: Any = None, strict: bool = True
 ) -> SecondDerivativePrep:
     """Prepare `second_derivative` (and `value_derivative_and_second_derivative`)."""
-    return prepare(_SECOND_DERIVATIVE, f, backend, x, None, contexts, y, strict=strict)
+    return prepare(SecondDerivativePrep, f, backend, x, None, contexts, y, strict=strict)
 
 
 def prepare_hessian(
@@ -151,7 +151,7 @@ def prepare_hessian(
     output: str = "tree",
 ) -> HessianPrep:
     """Prepare `hessian` (and `value_gradient_and_hessian`)."""
-    return prepare(_HESSIAN, f, backend, x, None, contexts, y, strict=strict, output=output)
+    return prepare(HessianPrep, f, backend, x, None, contexts, y, strict=strict, output=output)
 
 
 def prepare_hvp(
@@ -169,7 +169,7 @@ def prepare_hvp(
         array([6., 0.])
     """
     tx, contexts = _tangent_like_x(x, tx, contexts)
-    return prepare(_HVP, f, backend, x, tx, contexts, y, strict=strict)
+    return prepare(HvpPrep, f, backend, x, tx, contexts, y, strict=strict)
 
 
 def prepare_hvp_same_point(
@@ -178,7 +178,7 @@ def prepare_hvp_same_point(
     """Prepare `hvp` at this very `x` (and Constant values), for tangents of the same type, dtype and
     shape (leave `tx` out for tangents like `x`)."""
     tx, contexts = _tangent_like_x(x, tx, contexts)
-    return prepare(_HVP, f, backend, x, tx, contexts, y, strict=strict, same_point=True)
+    return prepare(HvpPrep, f, backend, x, tx, contexts, y, strict=strict, same_point=True)
 
 
 def _tangent_like_x(x: Any, tx: Any, contexts: tuple) -> tuple[Any, tuple]:

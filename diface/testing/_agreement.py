@@ -213,7 +213,7 @@ def _function_for(f: Callable | dict, backend: Backend) -> Callable:
 def _evaluate(f: Callable | dict, backends: list, x: Any, tx: Any, contexts: tuple) -> Any:
     """f's output at x, as the call path gives it for NumPy input (NumPy arrays), from the first backend
     that can run a pushforward of f."""
-    error: Exception | None = None
+    error: Exception = ArgumentError("check_agreement: give at least one backend")
     for b in backends:
         try:
             return ops.value_and_pushforward(_function_for(f, b), b, x, tx, *contexts)[0]
