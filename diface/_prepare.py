@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ._backend import Backend, require_backend
-from ._codec import TreeCodec, make_codec, structured
+from ._codec import Flat, TreeCodec, make_codec, structured
 from ._contexts import Constant, check_contexts
 from ._convert import check_floating, kind, native_context_value, native_tangent, native_x, snapshot
 from ._errors import ArgumentError, NotSupportedError, PreparationMismatchError, ShapeError
@@ -74,58 +74,8 @@ def prepare(
             + ("a scalar x" if op.scalar_x else "a scalar output")
         )
     backend.require()
-    codec = None
-    f_flat, x_flat, extra_flat, y_flat = f, x, extra, y
-    if structured(x, y, has_aux, output):
-        codec, flat = make_codec(op, f, backend, x, extra, contexts, y, has_aux, output, where)
-        f_flat, x_flat, extra_flat, y_flat = flat.f, flat.x, flat.extra, flat.y
-    try:
-        return _prepare_flat(
-            cls,
-            f_flat,
-            backend,
-            x_flat,
-            extra_flat,
-            contexts,
-            y_flat,
-            strict,
-            same_point,
-            single_use,
-            options,
-            where,
-            codec=codec,
-            user=(f, x, extra, y),
-            has_aux=has_aux,
-            output=output,
-        )
-    except TreeOutput as e:
-        if codec is not None:  # f's output changed kind between calls: say so plainly
-            raise ArgumentError(str(e)) from None
-        # f returns a tree where x is an array: the codec of its output
-        return _prepare_tree_output(
-            cls, f, backend, x, extra, contexts, y, strict, same_point, single_use, options, has_aux, output, where
-        )
 
-
-def _prepare_tree_output(
-    cls: type[P],
-    f: Callable,
-    backend: Backend,
-    x: Any,
-    extra: Any,
-    contexts: tuple,
-    y: Any,
-    strict: bool,
-    same_point: bool,
-    single_use: bool,
-    options: Any,
-    has_aux: bool,
-    output: str,
-    where: str,
-) -> P:
-    """f returned a tree where x is an array: the codec of its output."""
-    codec, flat = make_codec(cls.op, f, backend, x, extra, contexts, y, has_aux, output, where)
-    try:
+    def flat_prep(codec: TreeCodec | None, flat: Flat) -> P:
         return _prepare_flat(
             cls,
             flat.f,
@@ -144,6 +94,20 @@ def _prepare_tree_output(
             has_aux=has_aux,
             output=output,
         )
+
+    if structured(x, y, has_aux, output):
+        codec, flat = make_codec(op, f, backend, x, extra, contexts, y, has_aux, output, where)
+    else:
+        codec, flat = None, Flat(f, x, extra, y)
+    try:
+        return flat_prep(codec, flat)
+    except TreeOutput as e:
+        if codec is not None:  # f's output changed kind between calls: say so plainly
+            raise ArgumentError(str(e)) from None
+    # f returns a tree where x is an array: the codec of its output
+    codec, flat = make_codec(op, f, backend, x, extra, contexts, y, has_aux, output, where)
+    try:
+        return flat_prep(codec, flat)
     except TreeOutput as e:
         raise ArgumentError(str(e)) from None
 
