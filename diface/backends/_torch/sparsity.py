@@ -121,7 +121,8 @@ def _capture(program: Callable, inputs: list) -> Any:
     t = torch()
     traced = make_fx(
         t.func.functionalize(program, remove="mutations_and_views"),
-        decomposition_table=core_aten_decompositions(),
+        # torch's own table type, which make_fx's annotation (a Mapping) does not name
+        decomposition_table=core_aten_decompositions(),  # type: ignore[arg-type]
         tracing_mode="fake",
         _allow_non_fake_inputs=True,  # tensors f closes over become constants of the graph
     )
