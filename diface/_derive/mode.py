@@ -71,4 +71,3 @@ def choose_kernel(backend: Any, problem: Problem, build: Callable[[str], Kernel]
             problem.ops.block_until_ready(result.result)
             best[mode] = min(best[mode], time.perf_counter() - start)
     return kernels[min(best, key=best.__getitem__)]
-
