@@ -59,8 +59,9 @@ class Backend(abc.ABC):
 
     def label(self) -> str:
         """A short repr: the class and the settings that differ from their defaults."""
-        settings = []
-        for f in dataclasses.fields(self) if dataclasses.is_dataclass(self) else ():
+        settings: list[str] = []
+        fields: tuple[dataclasses.Field[Any], ...] = dataclasses.fields(self) if dataclasses.is_dataclass(self) else ()
+        for f in fields:
             if not f.repr:
                 continue
             value = getattr(self, f.name)

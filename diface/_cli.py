@@ -6,6 +6,7 @@ import argparse
 import importlib.metadata
 import platform
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ._backend import Backend
@@ -22,7 +23,8 @@ def parse_backend(spec: str) -> Backend:
     known = engines()
     if name not in known:
         raise ArgumentError(f"unknown backend {name!r}; known: {', '.join(sorted(known))}")
-    cls = known[name].backend
+    # an engine's backend: a dataclass whose first field (mode, method, ...) ARG sets
+    cls: Callable[..., Backend] = known[name].backend
     return cls(arg) if arg else cls()
 
 

@@ -13,7 +13,10 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._backend import Backend
 
 __all__ = ["Engine", "engine_of", "engines", "namespace_of", "register_engine"]
 
@@ -22,7 +25,7 @@ __all__ = ["Engine", "engine_of", "engines", "namespace_of", "register_engine"]
 class Engine:
     """One registered engine (see the module docstring)."""
 
-    backend: type
+    backend: type[Backend]
     name: str
     namespace: str
     float64: Callable[[], None] | None = None
@@ -40,7 +43,9 @@ class Engine:
 _ENGINES: dict[str, Engine] = {}
 
 
-def register_engine(backend: type, *, name: str, namespace: str, float64: Callable[[], None] | None = None) -> Engine:
+def register_engine(
+    backend: type[Backend], *, name: str, namespace: str, float64: Callable[[], None] | None = None
+) -> Engine:
     """Register `backend` (a `Backend` subclass) under the command-line `name`, with the module its
     functions are written with; `float64` switches the engine to 64-bit floats where that is global."""
     engine = Engine(backend, name, namespace, float64)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from ._backend import Backend
 from ._contexts import Context
 from ._operators import prepare_pullback_same_point, prepare_pushforward_same_point
 from ._problem import size_of
+
+if TYPE_CHECKING:
+    from ._prep_classes import PullbackPrep
 
 __all__ = ["JacobianOperator", "jacobian_operator"]
 
@@ -38,7 +41,7 @@ class JacobianOperator:
     def __init__(self, f: Callable, backend: Backend, x: Any, contexts: tuple) -> None:
         self._f, self._backend, self._x, self._contexts = f, backend, x, contexts
         self._push = prepare_pushforward_same_point(f, backend, x, (x,), *contexts, strict=False)
-        self._pull = None
+        self._pull: PullbackPrep | None = None
         self.x_shape, self.y_shape = self._push.x_shape, self._push.y_shape
         self.shape = (size_of(self.y_shape), size_of(self.x_shape))
         self.dtype = self._push.user_dtype

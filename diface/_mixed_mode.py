@@ -40,7 +40,7 @@ class MixedMode(Wrapper):
     reverse: Backend
 
     native_modes: ClassVar[frozenset[str]] = frozenset({"forward", "reverse"})
-    mode: ClassVar[str] = "auto"
+    mode = "auto"  # fixed: a class attribute, not a dataclass field
     colors_both_ways: ClassVar[bool] = True
 
     own_hooks: ClassVar[dict[str, str]] = {

@@ -23,8 +23,6 @@ class TreeOutput(ArgumentError):
     """f returned a container (dict, list, tuple): the call path prepares it as a tree instead."""
 
 
-
-
 class Problem:
     """The function, the point and the contexts a preparation is made for.
 

@@ -36,7 +36,7 @@ class Factored(Linearization):
 
     shareable = True  # the factors are only read
 
-    def __init__(self, value: Any, solve: Callable[[Any, bool], Any], problem: Problem, where: str) -> None:
+    def __init__(self, value: Any, solve: Callable[[Any, bool], Any] | None, problem: Problem, where: str) -> None:
         self.value = value
         self._solve = solve
         self.ops = problem.ops
@@ -52,10 +52,11 @@ class Factored(Linearization):
 
     def _apply(self, stacked: Any, transpose: bool, shape: tuple) -> Any:
         ops, b = self.ops, int(stacked.shape[0])
-        if self.n == 0:
+        solve = self._solve
+        if self.n == 0 or solve is None:  # an empty x: no factors, nothing to solve
             return ops.zeros((b, *shape), stacked.dtype, stacked)
         columns = ops.moveaxis(ops.reshape(stacked, (b, self.n)), 0, 1)  # (n, B): one right-hand side each
-        solved = self._solve(columns, transpose)
+        solved = solve(columns, transpose)
         if not np.all(np.isfinite(ops.to_numpy(ops.max(ops.abs(solved))))):
             raise SingularError(
                 f"{self.where} (method='dense'): the solve with J's LU factors gave non-finite values: J is "

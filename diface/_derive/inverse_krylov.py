@@ -65,7 +65,7 @@ class KrylovSolve(Linearization):
         self.rtol, self.maxiter, self.where, self.forward = settings
 
     @property
-    def value(self) -> Any:  # type: ignore[override]
+    def value(self) -> Any:
         return self._value()
 
     def push(self, tangents: Any) -> Any:

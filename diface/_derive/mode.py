@@ -70,5 +70,4 @@ def choose_kernel(backend: Any, problem: Problem, build: Callable[[str], Kernel]
             result = kernel.run(problem.x, None, problem.context_values, scratch, False)
             problem.ops.block_until_ready(result.result)
             best[mode] = min(best[mode], time.perf_counter() - start)
-    return kernels[min(best, key=best.get)]
-
+    return kernels[min(best, key=best.__getitem__)]

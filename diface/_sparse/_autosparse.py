@@ -170,6 +170,7 @@ class _Products:
             lin = self.linearizer(x, cv, y)
             products = (lin.push if self.forward else lin.pull)(self.seeds)
             return lin.value, ops.reshape(products, (self.count, -1))
+        assert self.kernel is not None  # made in __init__ wherever there is no linearizer
         value, _, results = self.kernel.run(x, self.tangents, cv, y, full)
         return value, ops.reshape(ops.stack(list(results)), (self.count, -1))
 
@@ -244,6 +245,7 @@ class _SparseHessian:
                 products = apply(self.seeds)
                 gradient, value = lin.value, lin.primal
             else:
+                assert self.hvp is not None  # made in __init__ for a plan without a linearization
                 _, gradient, hvps = self.hvp.run(x, self.tangents, cv, None, full)
                 products = ops.stack(list(hvps))
             data = decompress(self.plan, ops.reshape(products, (self.count, n)), concat=ops.concat)
@@ -251,6 +253,7 @@ class _SparseHessian:
             return Result(result=data)
         if value is None:
             value = self.problem.evaluate(x, cv)
-        if gradient is None:
+        if gradient is None:  # H is zero (the products give the gradient otherwise)
+            assert self.gradient is not None
             gradient = self.gradient.result_of(x, None, cv)
         return Result(value, gradient, data)

@@ -314,7 +314,7 @@ class Coloring:
         """The colors of a one-sided coloring: `row_colors` for kind row, else `column_colors`."""
         if self.kind == "bicolor":
             raise AttributeError("a bicoloring has column_colors and row_colors")
-        return self.row_colors if self.kind == "row" else self.column_colors
+        return _given(self.row_colors if self.kind == "row" else self.column_colors)
 
     def forward_seed(self, dtype: Any = np.float64) -> np.ndarray:
         """`(n, forward)` 0/1: column k seeds the columns of color k."""
@@ -329,15 +329,15 @@ class Coloring:
         if "plan" not in self._cache:
             p, cc, rc = self.pattern, self.column_colors, self.row_colors
             if self.kind == "column":
-                plan = column_plan(p, cc, self.forward)
+                plan = column_plan(p, _given(cc), self.forward)
             elif self.kind == "row":
-                plan = row_plan(p, rc, self.reverse)
+                plan = row_plan(p, _given(rc), self.reverse)
             elif self.kind == "star":
-                plan = star_plan(p, cc, self.forward)
+                plan = star_plan(p, _given(cc), self.forward)
             elif self.kind == "acyclic":
-                plan = acyclic_plan(p, cc, self.forward)
+                plan = acyclic_plan(p, _given(cc), self.forward)
             else:
-                plan = bicoloring_plan(p, cc, rc, self.forward, self.reverse)
+                plan = bicoloring_plan(p, _given(cc), _given(rc), self.forward, self.reverse)
             self._cache["plan"] = plan
         return self._cache["plan"]
 
@@ -346,6 +346,12 @@ class Coloring:
             f"Coloring(kind={self.kind!r}, shape={self.shape}, forward={self.forward}, reverse={self.reverse}, "
             f"order={self.order!r})"
         )
+
+
+def _given(colors: np.ndarray | None) -> np.ndarray:
+    """Colors the coloring's kind has (`Coloring.__post_init__` checked that they were given)."""
+    assert colors is not None
+    return colors
 
 
 def _seed(colors: np.ndarray | None, size: int, ncolors: int, dtype: Any) -> np.ndarray:

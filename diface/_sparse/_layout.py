@@ -56,7 +56,9 @@ class SparseLayout:
                     f"preparation returned, say), got {type(buf).__name__}"
                 )
             if tuple(buf.shape) != self.shape or not (
-                np.array_equal(indptr, self.pattern.indptr) and np.array_equal(indices, self.pattern.indices)
+                np.array_equal(indptr, self.pattern.indptr)
+                and indices is not None
+                and np.array_equal(indices, self.pattern.indices)
             ):
                 raise ArgumentError(f"{name}: out= has another sparsity pattern than the preparation's")
             if buf.data.dtype != dtype:

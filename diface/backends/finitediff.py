@@ -105,7 +105,7 @@ class AutoFiniteDiff(Backend):
     input_accuracy: float = field(default=1.0, repr=False)
 
     native_modes: ClassVar[frozenset[str]] = frozenset({"forward"})
-    mode: ClassVar[str] = "forward"
+    mode = "forward"  # fixed: a class attribute, not a dataclass field
     supports_inplace: ClassVar[bool] = True
     max_batch_size: ClassVar[int] = 16
 

@@ -143,7 +143,7 @@ def compare_speed(
 def _measure(backend: Any, engine: str | None, xp: Any, case: Case, kind: str, rounds: int) -> SpeedRow | None:
     f_xp = case.function()
     x, v = case.point(), case.tangent()
-    direct = direct_call(engine, case.operator, f_xp, x, v, kind == "numpy")
+    direct = direct_call(engine, case.operator, f_xp, x, v, kind == "numpy") if engine is not None else None
     if direct is None:
         return None
     reference, direct_thunk = direct
@@ -218,7 +218,8 @@ def compare_minimize(backends: list[Any], n: int = 100, rounds: int = 5) -> list
     value = lambda x: rosenbrock(np, x)
     rows = []
     for backend in backends:
-        direct = direct_functions(_engine(backend), rosenbrock)
+        engine = _engine(backend)
+        direct = direct_functions(engine, rosenbrock) if engine is not None else None
         if direct is None:
             continue
         reference, gradient, hvp = direct

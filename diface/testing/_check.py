@@ -179,7 +179,7 @@ def check_operator(
                             f"{', out=' if with_out else ''}{f', {batch} tangents' if batch else ''}, call {repeat}"
                         )
                         want = expected if is_full else expected[-1:]
-                        out = None
+                        out: Any = None  # the out= buffer(s)
                         if with_out:
                             out = _garbage_like(want if len(want) > 1 else want[0], scenario, result_dtype)
                         contexts = scenario.make_contexts()

@@ -181,7 +181,11 @@ def _references(problem: _Problem, x: Any, c: np.ndarray | None) -> dict:
         jac = np.array([[np.cos(t)], [2 * t], [np.exp(t)]])
         return {"value": value, "jac": jac, "second": np.array([-np.sin(t), 2.0, np.exp(t)])}
     xf = problem.flat(x)
-    scales = _tree_scales(c) if problem.tree else np.ones(4)
+    if problem.tree:
+        assert c is not None  # a tree problem has its Constant
+        scales = _tree_scales(c)
+    else:
+        scales = np.ones(4)
     if problem.scalar_y:
         s = np.sum(xf)
         if problem.tree:
@@ -220,7 +224,9 @@ def _flat_result(r: Any) -> np.ndarray:
     return np.asarray(r, dtype=np.float64).reshape(-1)
 
 
-def _expected(operator: str, problem: _Problem, refs: dict, tangent: np.ndarray | None) -> tuple[np.ndarray, ...]:
+def _expected(
+    operator: str, problem: _Problem, refs: dict, tangent: np.ndarray | None
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
     """(value, lower or None, result), flat, of the full variant."""
     jac = refs["jac"]
     if operator == "pushforward":
@@ -237,10 +243,9 @@ def _expected(operator: str, problem: _Problem, refs: dict, tangent: np.ndarray 
         return refs["value"], jac[0], refs["hess"].reshape(-1)
     if operator == "hvp":
         return None, jac[0], refs["hess"] @ tangent
-    if operator == "inverse_pushforward":
-        return refs["value"], None, np.linalg.solve(jac, tangent)
-    if operator == "inverse_pullback":
-        return refs["value"], None, np.linalg.solve(jac.T, tangent)
+    if operator in ("inverse_pushforward", "inverse_pullback"):
+        assert tangent is not None  # an operator with a tangent has one (`_tangent`)
+        return refs["value"], None, np.linalg.solve(jac if operator == "inverse_pushforward" else jac.T, tangent)
     raise AssertionError(operator)
 
 
@@ -276,6 +281,7 @@ def check_cell(cell: Cell) -> Outcome:
 
     tree = cell.data == "tree+Constant"
     aux = cell.data == "has_aux"
+    f: Callable[..., Any]
     if tree:
         f = lambda x, c: problem.f(xp, x, c)
     elif aux:

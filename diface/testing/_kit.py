@@ -116,7 +116,7 @@ def dot_product_check(backend: Any, scenario: Scenario, rtol: float, atol: float
     """<ty, J tx> = <J^T ty, tx> with the backend's own pushforward and pullback."""
     f = scenario.bind(namespace_of(backend))
     tx, ty = _tangents(scenario, "pushforward", 3, None), _tangents(scenario, "pullback", 4, None)
-    kwargs = {"y": np.zeros(scenario.y_shape, _y_dtype(scenario))} if scenario.inplace else {}
+    kwargs: dict[str, Any] = {"y": np.zeros(scenario.y_shape, _y_dtype(scenario))} if scenario.inplace else {}
     try:
         jtx = ops.pushforward(f, backend, scenario.x, tx, *scenario.make_contexts(), **kwargs)
         jty = ops.pullback(f, backend, scenario.x, ty, *scenario.make_contexts(), **kwargs)

@@ -32,7 +32,7 @@ def _fastest(candidates: dict[str, Callable[[], Any]]) -> tuple[str, Callable[[]
     if len(candidates) == 1:
         return next(iter(candidates.items()))
     times = interleaved(candidates, rounds=3, min_time=0.005)
-    name = min(times, key=times.get)
+    name = min(times, key=times.__getitem__)
     return name, candidates[name]
 
 
@@ -74,18 +74,21 @@ def _torch(operator: str, f: Callable, x: np.ndarray, v: np.ndarray, numpy_in: b
         return torch.autograd.grad(grad, leaf, tv)[0]
 
     jvp_of_grad = lambda t: torch.func.jvp(torch.func.grad(g), (t,), (tv,))[1]
-    idioms: dict[str, Callable[[Any], Any]] = {
+    table: dict[str, dict[str, Callable[[Any], Any]]] = {
         "gradient": {"torch.autograd.grad": gradient},
         "hvp": {"torch.autograd.grad, twice": double_backward, "torch.func.jvp(torch.func.grad)": jvp_of_grad},
         "jacobian": {"torch.func.jacfwd": torch.func.jacfwd(g), "torch.func.jacrev": torch.func.jacrev(g)},
         "hessian": {"torch.func.hessian": torch.func.hessian(g)},
-    }[operator]
+    }
+    idioms = table[operator]
     tx = torch.from_numpy(x)
-    if numpy_in:
-        thunks = {name: (lambda fn=fn: fn(torch.from_numpy(x)).numpy()) for name, fn in idioms.items()}
-    else:
-        thunks = {name: (lambda fn=fn: fn(tx)) for name, fn in idioms.items()}
-    return _fastest(thunks)
+
+    def thunk(fn: Callable[[Any], Any]) -> Callable[[], Any]:
+        if numpy_in:
+            return lambda: fn(torch.from_numpy(x)).numpy()
+        return lambda: fn(tx)
+
+    return _fastest({name: thunk(fn) for name, fn in idioms.items()})
 
 
 def _jax(operator: str, f: Callable, x: np.ndarray, v: np.ndarray, numpy_in: bool) -> Any:
@@ -101,11 +104,13 @@ def _jax(operator: str, f: Callable, x: np.ndarray, v: np.ndarray, numpy_in: boo
     }[operator]
     compiled = {name: jax.jit(fn) for name, fn in idioms.items()}
     jx = jnp.asarray(x)
-    if numpy_in:
-        thunks = {name: (lambda fn=fn: np.asarray(fn(x))) for name, fn in compiled.items()}
-    else:
-        thunks = {name: (lambda fn=fn: fn(jx).block_until_ready()) for name, fn in compiled.items()}
-    return _fastest(thunks)
+
+    def thunk(fn: Callable[[Any], Any]) -> Callable[[], Any]:
+        if numpy_in:
+            return lambda: np.asarray(fn(x))
+        return lambda: fn(jx).block_until_ready()
+
+    return _fastest({name: thunk(fn) for name, fn in compiled.items()})
 
 
 _MAKERS = {"finitediff": _finitediff, "autograd": _autograd, "tape": _autograd, "torch": _torch, "jax": _jax}

@@ -151,12 +151,14 @@ class Scenario:
             return (tuple(np.tensordot(jac, t, axes=xn) for t in tangents),)
         if op == "pullback":
             return (tuple(np.tensordot(t, jac, axes=yn) for t in tangents),)
-        if op == "hessian":
-            return (jac, self.hessian(x, *cv))
-        if op == "hvp":
+        if op in ("hessian", "hvp"):
+            assert self.hessian is not None, "no Hessian reference (`operators` does not list hessian, hvp)"
             hess = self.hessian(x, *cv)
+            if op == "hessian":
+                return (jac, hess)
             return (jac, tuple(np.tensordot(hess, t, axes=xn) for t in tangents))
         if op == "second_derivative":
+            assert self.second_derivative is not None, "no second-derivative reference"
             return (jac, self.second_derivative(x, *cv))
         raise KeyError(op)
 

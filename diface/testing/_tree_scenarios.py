@@ -126,6 +126,7 @@ def expected(scenario: TreeScenario, op: str, tangent: Any = None) -> Any:
     if op == "jacobian":
         return _blocks(jac, yi, xi)
     if op == "hessian":
+        assert scenario.hessian is not None, "no Hessian reference"
         return _blocks(scenario.hessian(xf), xi, xi)
     t = _ravel_np(tangent)
     if op == "pushforward":
@@ -134,6 +135,7 @@ def expected(scenario: TreeScenario, op: str, tangent: Any = None) -> Any:
     if op == "pullback":
         return xi.unravel(jac.T @ t)
     if op == "hvp":
+        assert scenario.hessian is not None, "no Hessian reference"
         return xi.unravel(scenario.hessian(xf) @ t)
     raise KeyError(op)
 
@@ -235,7 +237,11 @@ def check_tree_operator(
                     fail(variant, problem)
     if operator in ("jacobian", "hessian"):
         xf = scenario.flat_x()
-        matrix = np.atleast_2d(scenario.jacobian(xf)) if operator == "jacobian" else scenario.hessian(xf)
+        if operator == "jacobian":
+            matrix = np.atleast_2d(scenario.jacobian(xf))
+        else:
+            assert scenario.hessian is not None, "no Hessian reference"
+            matrix = scenario.hessian(xf)
         try:
             got = plain(f, backend, x, output="matrix")
         except Exception as e:

@@ -68,6 +68,7 @@ def push_batch(
     (`ins`, stacked likewise, in the order of `node.argnums`); `partial(node, argnum, t)` is an
     elementwise primitive's JVP in argument `argnum` at tangents `t`."""
     args = node.args
+    out: Any  # the stacked tangents (None until a first term)
     if kind == "elementwise" or kind == "partials":
         out = None
         for argnum, t in zip(node.argnums, ins):

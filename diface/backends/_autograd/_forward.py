@@ -127,7 +127,7 @@ class Recording:
         remaining = dict(self.uses)
         for node, kind, shape in self.steps:
             ins = [tangents[p] for p in node.parents]
-            if stacked and kind != "loop" and all(type(t) is np.ndarray for t in ins):
+            if stacked and shape is not None and kind != "loop" and all(type(t) is np.ndarray for t in ins):
                 t = push_batch(kind, node, shape, ins, count, self._partial)
             else:
                 t = self._looped(node, kind, shape, ins, count, stacked)
@@ -141,7 +141,7 @@ class Recording:
         return tangents[end]
 
     def _looped(self, node: RecordNode, kind: str, shape: tuple | None, ins: list, count: int, stacked: bool) -> Any:
-        rule = AG.primitive_jvps.get(node.fun)
+        rule: Any = AG.primitive_jvps.get(node.fun)  # None only for "partials" (`Recording` checked)
         outs = []
         for b in range(count):
             try:

@@ -26,8 +26,8 @@ class AG:
     vspace: Callable
     primitive_vjps: dict
     primitive_jvps: dict
-    SparseObject: type
-    ArrayVSpace: type
+    SparseObject: type[Any]
+    ArrayVSpace: type[Any]
     getitem: Callable
     untake: Callable
     accumulations: frozenset

@@ -186,9 +186,10 @@ def prepare_batched_pushforward(backend: Any, problem: Problem, tangents: tuple,
 
     def batched_pushforward(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
         if empty or not tangents:
-            fx = evaluate.problem.evaluate(x, cv, y) if (full or y is not None) else None
-            return Result(fx, result=tuple(ops.zeros(y_shape, dtype, x) for _ in tangents))
-        points, steps = [], []
+            value = evaluate.problem.evaluate(x, cv, y) if (full or y is not None) else None
+            return Result(value, result=tuple(ops.zeros(y_shape, dtype, x) for _ in tangents))
+        points: list[Any] = []
+        steps: list[Any] = []
         for t in tangents:
             size = ops.max(ops.abs(t))
             reach = ops.max(ops.abs(x) * ops.astype(t != 0, x_dtype))  # no bool arithmetic in the array API
@@ -197,7 +198,8 @@ def prepare_batched_pushforward(backend: Any, problem: Problem, tangents: tuple,
             d = 1j * h if method == "complex" else h
             points.extend(x + (s * d) * t for s in sides)
             steps.append(2 * h if method == "central" else h)
-        fx = evaluate.at_point(x, cv, y, False) if evaluate.fx is not None else None
+        # f(x), None only where no one needs it (central differences, no value asked for)
+        fx: Any = evaluate.at_point(x, cv, y, False) if evaluate.fx is not None else None
         base = fx is None and (evaluate.needs_fx or full or y is not None)
         value, values = run(x if base else None, ops.stack(points), evaluate.scratch().contexts(cv), label_for(base))
         if base:

@@ -44,7 +44,7 @@ def linearizer(problem: Problem, jit: bool) -> Linearizer:
     f = problem.f
     x_spec = jax.ShapeDtypeStruct(np.shape(problem.x), problem.x_dtype)
 
-    def linearize(x: Any, cv: tuple) -> tuple:
+    def linearize(x: Any, cv: tuple) -> tuple[Any, Callable]:
         return jax.linearize(bind(f, cv), x)
 
     def push(linear: Callable, tangents: Any) -> Any:

@@ -59,6 +59,7 @@ class JaxNest(SecondOrderPlan):
 
         problem = self.problem
         gradient = without_aux(self.inner_derivative(problem.context_values))
+        apply: Callable[[Callable, tuple], tuple]
         if self.outer_mode == "forward":
             g, linear = jax.linearize(gradient, problem.x)
             apply = push_with

@@ -94,8 +94,8 @@ class JaxOps(ArrayOps):
     def _bcoo_parts(self, pattern: Any, device: Any) -> tuple:
         from jax.experimental import sparse
 
-        indices = np.stack([pattern.rows, pattern.cols], axis=1).astype(np.int32)
-        indices = self.jnp.asarray(indices, device=device) if device is not None else self.jnp.asarray(indices)
+        host = np.stack([pattern.rows, pattern.cols], axis=1).astype(np.int32)
+        indices = self.jnp.asarray(host, device=device) if device is not None else self.jnp.asarray(host)
         empty = self.jnp.zeros(pattern.nnz)
         example = sparse.BCOO((empty, indices), shape=pattern.shape, indices_sorted=True, unique_indices=True)
         return self.jax.tree_util.tree_structure(example), indices

@@ -81,7 +81,10 @@ def sparse_hessian_kernel(problem: Problem, coloring: Any, jit: bool) -> Kernel:
             fn = bind(f, cv)
             if not count:
                 data = jnp.zeros((0,), dtype)
-                return Result(*jax.value_and_grad(fn)(x), data) if full else Result(result=data)
+                if not full:
+                    return Result(result=data)
+                value, gradient = jax.value_and_grad(fn)(x)
+                return Result(value, gradient, data)
             gradient, hvp = jax.linearize(jax.grad(fn), x)
             products = jax.vmap(hvp)(jnp.asarray(seeds)).reshape(count, -1)
             data = decompress(plan, products, concat=jnp.concatenate)

@@ -115,11 +115,12 @@ def sweep(mode: str, fn: Callable, x: Any, seeds: Seeds, has_aux: bool = False) 
         y, columns = r[0], r[1]
         jac = jnp.moveaxis(columns, 0, -1).reshape(y.shape + x.shape)
         return y, jac, (r[2] if has_aux else None)
-    r = jax.vjp(fn, x, has_aux=has_aux)
-    y, transposed = r[0], r[1]
+    # (y, vjp) or (y, vjp, aux): JAX's signatures tell them apart by a literal has_aux
+    pulled: tuple = jax.vjp(fn, x, has_aux=True) if has_aux else jax.vjp(fn, x)
+    y, transposed = pulled[0], pulled[1]
     basis = seeds(y.shape, y.dtype, x)
     if y.shape == ():
         jac = transposed(basis)[0]
     else:
         jac = jax.vmap(transposed)(basis)[0].reshape(y.shape + x.shape)
-    return y, jac, (r[2] if has_aux else None)
+    return y, jac, (pulled[2] if has_aux else None)

@@ -83,7 +83,7 @@ class _Pull(_Op):
             r = more if r is None else r + more
         return into(out, r)
 
-    def vjp(self, i: int, ins: tuple, y: Any, w: Any, b: int, out: Any = None, **params: Any) -> Any:
+    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, *_: Any, **params: Any) -> Any:
         raise self.dw.inner.third_order()
 
 

@@ -58,7 +58,7 @@ class _Matmul(Prim):
         ny = len(shape_of(y))
         full = max(na, 2), max(nc, 2)
         r = None
-        lead = None
+        lead: tuple | None = None
         for k, t in enumerate(ts):
             if t is None:
                 continue
@@ -74,6 +74,7 @@ class _Matmul(Prim):
                     tc = expand_to(tc, (0,) * max(full[1], ny + (na == 1) + (nc == 1)), b)
                 term = np.matmul(_promote(a, na, 0, True), tc)
             r = term if r is None else np.add(r, term)
+        assert lead is not None  # the sweeps give at least one tangent
         return into(out, _demote(r, lead + shape_of(y)))
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:

@@ -87,7 +87,7 @@ class _Part(Prim):
     def label(self) -> str:
         return f"numpy.linalg.{self.what}"
 
-    def decompose(self, a: Any, **params: Any) -> tuple:
+    def decompose(self, a: Any, *_: Any, **params: Any) -> tuple:
         raise NotImplementedError
 
     def forward(self, a: Any, out: Any = None, **params: Any) -> Any:

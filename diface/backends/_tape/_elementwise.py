@@ -34,7 +34,8 @@ class Ufunc(Prim):
         self.ufunc = ufunc
         self.name = ufunc.__name__
         self._label = label or f"numpy.{self.name}"
-        self.partials = partials
+        #: empty for the piecewise-constant ones (not differentiable: their rules are never called)
+        self.partials: tuple[Partial, ...] = partials or ()
         self.differentiable = partials is not None
         self.nondiff = frozenset(i for i, p in enumerate(partials or ()) if p is None or p is NO_RULE)
         self.no_rule = frozenset(i for i, p in enumerate(partials or ()) if p is NO_RULE)
@@ -149,7 +150,7 @@ def _run(steps: tuple) -> None:
         step()
 
 
-def _sign_step(sign: int, t: Any, out: Any) -> Any:
+def _sign_step(sign: float, t: Any, out: Any) -> Any:
     return partial(np.copyto, out, t) if sign == 1 else partial(np.negative, t, out)
 
 

@@ -10,7 +10,7 @@ parameters (axes, shapes, index templates: metadata, never differentiated).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,31 @@ class Traced:
     the same tape."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:
+        # what every traced array has (`_tracer.TapeArray` defines them), for the modules that see only
+        # `Traced`: the tape it records on, its current slot and value, and NumPy's array attributes
+        _tape: Tape
+
+        def _read(self) -> int: ...
+
+        def _value(self) -> Any: ...
+
+        @property
+        def shape(self) -> tuple: ...
+
+        @property
+        def dtype(self) -> np.dtype: ...
+
+        @property
+        def ndim(self) -> int: ...
+
+        @property
+        def size(self) -> int: ...
+
+        def astype(
+            self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
+        ) -> Any: ...
 
     def _wrap(self, slot: int) -> Traced:
         raise NotImplementedError
@@ -212,7 +237,8 @@ class Tape:
     def saved_slots(self) -> set[int]:
         """The slots whose values the sweeps' rules read (see `Prim.saves`): a prepared replay keeps
         them after the forward replay; the others may share buffers."""
-        slots, saved = self.slots, set()
+        slots = self.slots
+        saved: set[int] = set()
         for k in self.reverse_nodes():
             node = self.nodes[k]
             prim = node.prim

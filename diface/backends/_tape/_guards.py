@@ -12,6 +12,7 @@ import dis
 import os
 import sys
 import warnings
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ def stored_into_numpy_array() -> bool:
     value with float(), which would drop its derivative."""
     if _STORE_SUBSCR is None:
         return False
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_HERE):
         frame = frame.f_back
     if frame is None:

@@ -4,6 +4,7 @@ arrays, which are inputs of the node (literal or traced)."""
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -132,7 +133,7 @@ def normalize(key: Any, shape: tuple) -> Key:
     return Key(tuple(template), tuple(arrays), basic_view, adv_front, tuple(traced_masks), unique)
 
 
-def _unique(template: tuple, arrays: list, shape: tuple) -> bool:
+def _unique(template: Sequence[Any], arrays: list, shape: tuple) -> bool:
     """Whether literal advanced indices select distinct positions."""
     dims, parts = [], []
     axis = 0

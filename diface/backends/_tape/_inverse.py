@@ -125,12 +125,13 @@ class InverseLinearization(Linearization):
         slots = self.tape.slots
         self.dtype = np.result_type(slots[plan.x].dtype, slots[plan.output].dtype)
         key = ("inverse", id(plan))
-        self._steps = replay.sweeps.get(key)
-        if self._steps is None:  # the lumps' nodes bound to this replay's buffers, once per thread
-            self._steps = replay.sweeps[key] = [
+        steps = replay.sweeps.get(key)
+        if steps is None:  # the lumps' nodes bound to this replay's buffers, once per thread
+            steps = replay.sweeps[key] = [
                 (bound(self.tape, self.bufs, lump.coupled), bound(self.tape, self.bufs, lump.main))
                 for lump in plan.lumps
             ]
+        self._steps: list[tuple[list[Bound], list[Bound]]] = steps
 
     @property
     def value(self) -> Any:

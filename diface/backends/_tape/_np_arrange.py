@@ -4,7 +4,7 @@ vsplit/hsplit/dsplit, fft.fftshift/ifftshift, partition (a gather through argpar
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -90,7 +90,9 @@ implements(np.fft.ifftshift)(_shift_handler(-1))
 
 
 @implements(np.partition)
-def _partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect", order: Any = None) -> Any:
+def _partition(
+    a: Any, kth: Any, axis: Any = -1, kind: Literal["introselect"] = "introselect", order: Any = None
+) -> Any:
     a = operand(a)
     if axis is None:
         a, axis = np.reshape(a, (-1,)), 0
@@ -121,7 +123,7 @@ def index_concatenate(axis: int, ndmin: int, trans1d: int, key: Any) -> Any:
             start = 0 if item.start is None else item.start
             step = 1 if item.step is None else item.step
             if isinstance(step, (complex, np.complexfloating)):
-                v: Any = np.linspace(start, item.stop, num=int(abs(step)))
+                v: Any = np.linspace(start, item.stop, num=int(abs(complex(step))))
             else:
                 v = np.arange(start, item.stop, step)
             if ndmin > 1:

@@ -41,6 +41,8 @@ def _einsum(
 def _tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     a, b = operand(a), operand(b)
     na, nb = ndim_of(a), ndim_of(b)
+    ax_a: list[Any]
+    ax_b: list[Any]
     if isinstance(axes, (int, np.integer)):
         ax_a, ax_b = list(range(na - int(axes), na)), list(range(int(axes)))
     else:

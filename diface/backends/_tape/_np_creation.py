@@ -162,6 +162,6 @@ def _spaced(handler: Callable) -> Callable:
 CREATION = {_create}
 for _f in (np.zeros, np.ones, np.empty, np.full, np.array, np.asarray, np.asanyarray, np.arange, np.eye, np.identity):
     FUNCTIONS[_f] = _create
-for _f, _h in ((np.linspace, linspace), (np.logspace, logspace), (np.geomspace, geomspace)):
-    FUNCTIONS[_f] = _spaced(_h)
-    CREATION.add(FUNCTIONS[_f])
+for _space, _h in ((np.linspace, linspace), (np.logspace, logspace), (np.geomspace, geomspace)):
+    FUNCTIONS[_space] = _spaced(_h)
+    CREATION.add(FUNCTIONS[_space])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -50,7 +50,7 @@ def _result_type(*arrays_and_dtypes: Any) -> np.dtype:
 
 
 @implements(np.can_cast)
-def _can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
+def _can_cast(from_: Any, to: Any, casting: Literal["no", "equiv", "safe", "same_kind", "unsafe"] = "safe") -> bool:
     return np.can_cast(from_.dtype if isinstance(from_, TapeArray) else from_, to, casting)
 
 
@@ -159,9 +159,9 @@ def _broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
 
 @implements(np.broadcast_arrays)
 def _broadcast_arrays(*args: Any, subok: bool = False) -> Any:
-    args = [operand(a) for a in args]
-    shape = np.broadcast_shapes(*(shape_of(a) for a in args))
-    return tuple(_broadcast_to(a, shape) for a in args)
+    ops = [operand(a) for a in args]
+    shape = np.broadcast_shapes(*(shape_of(a) for a in ops))
+    return tuple(_broadcast_to(a, shape) for a in ops)
 
 
 @implements(np.concatenate)

@@ -51,7 +51,7 @@ def array_function(func: Any, args: tuple, kwargs: dict, like: TapeArray | None 
 
 
 # -- ufuncs ---------------------------------------------------------------------------------------------
-_REDUCE = {
+_REDUCE: dict[np.ufunc, str] = {
     np.add: "sum",
     np.multiply: "prod",
     np.maximum: "max",

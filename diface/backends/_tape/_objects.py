@@ -181,10 +181,10 @@ class Element:
     def __ge__(self, o: Any) -> Any:
         return _wrap(np.greater_equal(self.traced(), unwrap(o)))
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Any:
         return _wrap(np.equal(self.traced(), unwrap(o)))
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any:
         return _wrap(np.not_equal(self.traced(), unwrap(o)))
 
     __hash__ = None  # type: ignore[assignment]

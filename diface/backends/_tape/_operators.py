@@ -3,7 +3,7 @@ to the tape through `__array_ufunc__`), in-place ones make a new version of the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +15,17 @@ class Operators:
 
     __slots__ = ()
     __hash__ = None  # type: ignore[assignment]
+
+    if TYPE_CHECKING:
+        # what the operators use of the traced array they are mixed into (`_tracer.TapeArray`); `__array__`
+        # makes it an array-like to NumPy's ufunc signatures (at run time the ufuncs dispatch through
+        # `TapeArray.__array_ufunc__`)
+        def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray: ...
+
+        @property
+        def dtype(self) -> np.dtype: ...
+
+        def _assign(self, key: Any, value: Any) -> None: ...
 
     # -- arithmetic -------------------------------------------------------------------------------------
     def __add__(self, o: Any) -> Any:
@@ -120,10 +131,10 @@ class Operators:
     def __ge__(self, o: Any) -> Any:
         return np.greater_equal(self, o)
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Any:
         return np.equal(self, o)
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any:
         return np.not_equal(self, o)
 
     # in place: a new version of this array (and of the array it is a view of)

@@ -112,13 +112,16 @@ class Prim:
         return self.forward(*args, out=out, **params)
 
     # -- rules ------------------------------------------------------------------------------------
-    def forward(self, *ins: Any, out: Any = None, **params: Any) -> Any:
+    # Each primitive's rules name its own parameters (`forward(self, a, out=None, axis=())`); these base
+    # signatures end in `*args: Any, **params: Any`, which a type checker reads as "any parameters here".
+    def forward(self, *ins: Any, **params: Any) -> Any:
+        """The value of `prim(*ins, **params)` (written into `out=` where a buffer is given)."""
         raise NotImplementedError
 
-    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, **params: Any) -> Any:
+    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, *_: Any, **params: Any) -> Any:
         raise NotImplementedError(f"{self.name}: no forward-mode rule")
 
-    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, **params: Any) -> Any:
+    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, *_: Any, **params: Any) -> Any:
         raise NotImplementedError(f"{self.name}: no reverse-mode rule")
 
     def vjp_add(self, i: int, ins: tuple, y: Any, g: Any, b: int, target: Any, **params: Any) -> None:
@@ -147,7 +150,7 @@ class Prim:
         return ALL_INPUTS, True
 
     # -- prepared replay: zero-argument steps over fixed buffers ------------------------------------
-    def view(self, ins: tuple, **params: Any) -> Any:
+    def view(self, ins: tuple, *_: Any, **params: Any) -> Any:
         """Viewable primitives: the output as a view of the input buffers, or None. Called on buffers
         before any replay: it must not depend on their contents."""
         v = self.forward(*ins, **params)

@@ -131,8 +131,8 @@ def _bind(tape: Tape, kind: str, ci: int, path: tuple, v: Any, statics: list) ->
         return v
     if kind == "constant" and isinstance(v, (float, np.floating)) and not isinstance(v, bool):
         weak = not isinstance(v, np.generic)
-        value = float(v) if weak else np.asarray(v)
-        slot = tape.add_slot(value, kind, False, True, weak=weak)
+        number = float(v) if weak else np.asarray(v)
+        slot = tape.add_slot(number, kind, False, True, weak=weak)
         tape.inputs.append((slot, kind, ci, path))
         return TapeArray(tape, slot)
     if isinstance(v, tuple) and not hasattr(v, "_fields"):

@@ -18,7 +18,7 @@ import threading
 import types
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -133,7 +133,7 @@ def _weakly(fn: Callable) -> Callable:
     if not isinstance(fn, types.MethodType):
         return fn
     method = weakref.WeakMethod(fn)
-    return lambda *args: method()(*args)
+    return lambda *args: cast(Callable, method())(*args)  # called only while its object is alive
 
 
 # -- calls with traced arrays, and unprepared calls --------------------------------------------------------

@@ -298,8 +298,10 @@ def _cumsum(run: _Run, node: Node, ins: list, shape: tuple) -> Deps:
     axis = node.params["axis"]
     lines = np.moveaxis(np.arange(d.size).reshape(d.shape), axis, -1).reshape(-1, d.shape[axis])
     length = d.shape[axis]
-    rows = np.concatenate([np.repeat(lines[:, k], k + 1) for k in range(length)]) if length else []
-    cols = np.concatenate([lines[:, : k + 1].ravel() for k in range(length)]) if length else []
+    rows: np.ndarray | list[int] = (
+        np.concatenate([np.repeat(lines[:, k], k + 1) for k in range(length)]) if length else []
+    )
+    cols: np.ndarray | list[int] = np.concatenate([lines[:, : k + 1].ravel() for k in range(length)]) if length else []
     members = sp.csr_array((np.ones(len(rows), dtype=bool), (rows, cols)), shape=(d.size, d.size))
     return d.combine(members, shape)
 

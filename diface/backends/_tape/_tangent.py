@@ -17,6 +17,7 @@ into slices of the gradient, node after node; each chain then costs about one ba
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -66,10 +67,12 @@ class Tangent:
         self.identity = identity
         if identity is not None:
             identity_seed(self.seed, identity)
-        self.lead, self.slots, self.steps = lead, slots, []
+        self.lead, self.slots = lead, slots
+        self.steps: list[Callable[[], Any]] = []
         self.store = store = Storage(arena.sweep_pool())
         store.external(tape.x)
-        self.owned: dict[int, list] = {}  # storage keys a symbolic tangent holds
+        #: storage keys a symbolic tangent holds (by slot; ("new", slot): new coefficients not yet held)
+        self.owned: dict[int | tuple[str, int], list] = {}
         self.tan: dict[int, Any] = {tape.x: self.seed}  # an array, or a list of terms
         symbolic = batch is not None and batch >= SYMBOLIC_BATCH
         order = tape.forward_nodes()
@@ -249,9 +252,9 @@ class Tangent:
     def _write(self, terms: list, out: np.ndarray) -> None:
         """Steps writing the sum of the terms into the batched buffer `out`."""
         lead, steps = self.lead, self.steps
-        sparse = []
+        sparse: list[Any] = []
         if self.identity is not None:  # terms on the identity seed: their ones only, added last
-            dense = []
+            dense: list[Any] = []
             for t in terms:
                 step = None
                 if t.coef is None or t.coef.ndim <= out.ndim - len(lead):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import operator
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -27,19 +27,24 @@ from ._structure import ASTYPE, BROADCAST_TO, GETITEM, RESHAPE, SETITEM, TRANSPO
 
 __all__ = ["TapeArray", "holds_traced", "operand", "slot_of"]
 
+# the values NumPy's functions take for these arguments (as numpy.ndarray's methods declare them)
+_OrderACF = Literal["A", "C", "F"]
+_OrderKACF = Literal["K", "A", "C", "F"]
+_TakeMode = Literal["raise", "wrap", "clip"]
+
 
 class TapeArray(Traced, Operators):
     """An array being recorded on a tape: behaves like a NumPy array inside `f`."""
 
     __slots__ = ("__weakref__", "_parent", "_readonly", "_root", "_seen", "_slot", "_tape", "_version", "_view")
     __array_priority__ = 1000.0
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __init__(self, tape: Tape, slot: int) -> None:
         self._tape = tape
         self._slot = slot
         self._parent: TapeArray | None = None
-        self._view: tuple | None = None
+        self._view: tuple[Any, dict] | None = None  # (prim, params) that made this view of _parent
         self._root: TapeArray = self
         self._seen = 0
         self._version = 0
@@ -56,7 +61,7 @@ class TapeArray(Traced, Operators):
             return self._slot
         version = self._root._version
         if self._seen != version:
-            prim, params = self._view  # type: ignore[misc]
+            prim, params = cast("tuple[Any, dict]", self._view)  # set with _parent (`_link`)
             fresh = prim(TapeArray(self._tape, parent._read()), **params)
             self._slot = fresh._slot
             self._seen = version
@@ -78,7 +83,7 @@ class TapeArray(Traced, Operators):
         if parent is None:
             self._version += 1
             return
-        prim, params = self._view  # type: ignore[misc]
+        prim, params = cast("tuple[Any, dict]", self._view)  # set with _parent (`_link`)
         new = TapeArray(self._tape, slot)
         if prim is GETITEM:
             base = TapeArray(self._tape, parent._read())
@@ -161,11 +166,11 @@ class TapeArray(Traced, Operators):
 
     @property
     def T(self) -> TapeArray:
-        return np.transpose(self)
+        return cast(TapeArray, np.transpose(self))  # NumPy hands np.transpose to the tape: a TapeArray
 
     @property
     def mT(self) -> TapeArray:
-        return np.swapaxes(self, -1, -2)
+        return cast(TapeArray, np.swapaxes(self, -1, -2))
 
     @property
     def real(self) -> TapeArray:
@@ -173,7 +178,7 @@ class TapeArray(Traced, Operators):
 
     @property
     def imag(self) -> TapeArray:
-        return np.zeros_like(self)
+        return cast(TapeArray, np.zeros_like(self))
 
     def _value(self) -> Any:
         """The value seen while recording (for display and guards: no derivative flows through it)."""
@@ -332,18 +337,19 @@ class TapeArray(Traced, Operators):
                 f"AutoTape does not know how to differentiate numpy.ndarray.view with another dtype (a "
                 f"reinterpretation of the bytes, at {user_location()})"
             )
-        return np.reshape(self, self.shape)  # a view of self (writes go through), as NumPy's
+        return cast(TapeArray, np.reshape(self, self.shape))  # a view of self (writes go through), as NumPy's
 
     def fill(self, value: Any) -> None:
         self._assign(Ellipsis, value)
 
-    def reshape(self, *shape: Any, order: str = "C") -> Any:
+    def reshape(self, *shape: Any, order: _OrderACF = "C") -> Any:
         return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
 
     def transpose(self, *axes: Any) -> Any:
+        given: Any = axes
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
-        return np.transpose(self, axes or None)
+            given = axes[0]
+        return np.transpose(self, given or None)
 
     def swapaxes(self, a: int, b: int) -> Any:
         return np.swapaxes(self, a, b)
@@ -351,10 +357,10 @@ class TapeArray(Traced, Operators):
     def squeeze(self, axis: Any = None) -> Any:
         return np.squeeze(self, axis)
 
-    def ravel(self, order: str = "C") -> Any:
+    def ravel(self, order: _OrderKACF = "C") -> Any:
         return np.ravel(self, order)
 
-    def flatten(self, order: str = "C") -> Any:
+    def flatten(self, order: _OrderKACF = "C") -> Any:
         return np.ravel(self, order).copy()
 
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
@@ -411,7 +417,7 @@ class TapeArray(Traced, Operators):
     def repeat(self, repeats: Any, axis: Any = None) -> Any:
         return np.repeat(self, repeats, axis=axis)
 
-    def take(self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    def take(self, indices: Any, axis: Any = None, out: Any = None, mode: _TakeMode = "raise") -> Any:
         return np.take(self, indices, axis=axis, out=out, mode=mode)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:

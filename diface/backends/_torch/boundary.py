@@ -72,7 +72,7 @@ def _sequential(apply: Any, info: Any, in_dims: tuple, *args: Any) -> tuple[Any,
 
 class _Value(torch.autograd.Function):
     @staticmethod
-    def forward(x: Any, dw: Any, constants: tuple) -> Any:  # type: ignore[override]
+    def forward(x: Any, dw: Any, constants: tuple) -> Any:
         return to_torch(dw.inner.value(_np(x), constants), x)
 
     @staticmethod
@@ -83,17 +83,17 @@ class _Value(torch.autograd.Function):
         ctx.dw, ctx.constants = dw, constants
 
     @staticmethod
-    def backward(ctx: Any, gy: Any) -> Any:  # type: ignore[override]
+    def backward(ctx: Any, gy: Any) -> Any:
         (x,) = ctx.saved_tensors
         return _Pullback.apply(x, gy, ctx.dw, ctx.constants), None, None
 
     @staticmethod
-    def jvp(ctx: Any, tx: Any, *_: Any) -> Any:  # type: ignore[override]
+    def jvp(ctx: Any, tx: Any, *_: Any) -> Any:
         (x,) = ctx.saved_tensors
         return _Pushforward.apply(x, tx, ctx.dw, ctx.constants)
 
     @staticmethod
-    def vmap(info: Any, in_dims: tuple, x: Any, dw: Any, constants: tuple) -> Any:  # type: ignore[override]
+    def vmap(info: Any, in_dims: tuple, x: Any, dw: Any, constants: tuple) -> Any:
         return _sequential(_Value.apply, info, in_dims, x, dw, constants)
 
 
@@ -101,7 +101,7 @@ class _Pushforward(torch.autograd.Function):
     """(x, t) -> J(x) t."""
 
     @staticmethod
-    def forward(x: Any, t: Any, dw: Any, constants: tuple) -> Any:  # type: ignore[override]
+    def forward(x: Any, t: Any, dw: Any, constants: tuple) -> Any:
         return to_torch(dw.inner.pushforward(_np(x), _np(t), constants), x)
 
     @staticmethod
@@ -112,7 +112,7 @@ class _Pushforward(torch.autograd.Function):
         ctx.dw, ctx.constants = dw, constants
 
     @staticmethod
-    def backward(ctx: Any, w: Any) -> Any:  # type: ignore[override]
+    def backward(ctx: Any, w: Any) -> Any:
         x, t = ctx.saved_tensors
         # d/dx <w, J(x) t> = H_w t (the Hessian of <w, f>), d/dt = w J(x)
         gx = _Hvp.apply(x, w, t, ctx.dw, ctx.constants) if ctx.needs_input_grad[0] else None
@@ -120,7 +120,7 @@ class _Pushforward(torch.autograd.Function):
         return gx, gt, None, None
 
     @staticmethod
-    def jvp(ctx: Any, tx: Any, tt: Any, *_: Any) -> Any:  # type: ignore[override]
+    def jvp(ctx: Any, tx: Any, tt: Any, *_: Any) -> Any:
         if tx is not None:  # forward over forward: f''(x)[t, tx], which no product of the inner backend gives
             raise NotSupportedError(
                 f"DifferentiateWith({getattr(ctx.dw.f, '__name__', 'f')}, ...): forward mode over a forward-mode "
@@ -131,7 +131,7 @@ class _Pushforward(torch.autograd.Function):
         return _Pushforward.apply(x, tt, ctx.dw, ctx.constants)
 
     @staticmethod
-    def vmap(info: Any, in_dims: tuple, x: Any, t: Any, dw: Any, constants: tuple) -> Any:  # type: ignore[override]
+    def vmap(info: Any, in_dims: tuple, x: Any, t: Any, dw: Any, constants: tuple) -> Any:
         return _sequential(_Pushforward.apply, info, in_dims, x, t, dw, constants)
 
 
@@ -139,7 +139,7 @@ class _Pullback(torch.autograd.Function):
     """(x, g) -> g J(x)."""
 
     @staticmethod
-    def forward(x: Any, g: Any, dw: Any, constants: tuple) -> Any:  # type: ignore[override]
+    def forward(x: Any, g: Any, dw: Any, constants: tuple) -> Any:
         return to_torch(dw.inner.pullback(_np(x), _np(g), constants), x)
 
     @staticmethod
@@ -150,14 +150,14 @@ class _Pullback(torch.autograd.Function):
         ctx.dw, ctx.constants = dw, constants
 
     @staticmethod
-    def backward(ctx: Any, w: Any) -> Any:  # type: ignore[override]
+    def backward(ctx: Any, w: Any) -> Any:
         x, g = ctx.saved_tensors
         gx = _Hvp.apply(x, g, w, ctx.dw, ctx.constants) if ctx.needs_input_grad[0] else None
         gg = _Pushforward.apply(x, w, ctx.dw, ctx.constants) if ctx.needs_input_grad[1] else None
         return gx, gg, None, None
 
     @staticmethod
-    def jvp(ctx: Any, tx: Any, tg: Any, *_: Any) -> Any:  # type: ignore[override]
+    def jvp(ctx: Any, tx: Any, tg: Any, *_: Any) -> Any:
         x, g = ctx.saved_tensors
         out = None
         if tx is not None:
@@ -168,7 +168,7 @@ class _Pullback(torch.autograd.Function):
         return out if out is not None else torch.zeros_like(x)
 
     @staticmethod
-    def vmap(info: Any, in_dims: tuple, x: Any, g: Any, dw: Any, constants: tuple) -> Any:  # type: ignore[override]
+    def vmap(info: Any, in_dims: tuple, x: Any, g: Any, dw: Any, constants: tuple) -> Any:
         return _sequential(_Pullback.apply, info, in_dims, x, g, dw, constants)
 
 
@@ -176,7 +176,7 @@ class _Hvp(torch.autograd.Function):
     """(x, g, v) -> the derivative of g J(x) along v; not differentiable again."""
 
     @staticmethod
-    def forward(x: Any, g: Any, v: Any, dw: Any, constants: tuple) -> Any:  # type: ignore[override]
+    def forward(x: Any, g: Any, v: Any, dw: Any, constants: tuple) -> Any:
         return to_torch(dw.inner.hvp(_np(x), _np(g), _np(v), constants), x)
 
     @staticmethod
@@ -184,13 +184,13 @@ class _Hvp(torch.autograd.Function):
         ctx.dw = inputs[3]
 
     @staticmethod
-    def backward(ctx: Any, *_: Any) -> Any:  # type: ignore[override]
+    def backward(ctx: Any, *_: Any) -> Any:
         raise ctx.dw.inner.third_order()
 
     @staticmethod
-    def jvp(ctx: Any, *_: Any) -> Any:  # type: ignore[override]
+    def jvp(ctx: Any, *_: Any) -> Any:
         raise ctx.dw.inner.third_order()
 
     @staticmethod
-    def vmap(info: Any, in_dims: tuple, x: Any, g: Any, v: Any, dw: Any, constants: tuple) -> Any:  # type: ignore[override]
+    def vmap(info: Any, in_dims: tuple, x: Any, g: Any, v: Any, dw: Any, constants: tuple) -> Any:
         return _sequential(_Hvp.apply, info, in_dims, x, g, v, dw, constants)

@@ -72,7 +72,7 @@ class GraphLinearization(Linearization):
         self._value = value
 
     @property
-    def value(self) -> Any:  # type: ignore[override]
+    def value(self) -> Any:
         return self.out.detach() if self._value is None else self._value
 
     def pull(self, cotangents: Any) -> Any:
@@ -157,7 +157,7 @@ class DualLinearization(Linearization):
         self._value = None
 
     @property
-    def value(self) -> Any:  # type: ignore[override]
+    def value(self) -> Any:
         if self._value is None:
             self._value = self.fn.evaluate(self.x, self.cv, self.y)
         return self._value

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..._derive import SecondOrderPlan
 from ..._derive._sweep import Basis, chunk_size
@@ -65,6 +66,10 @@ class TorchPlan(SecondOrderPlan):
         self.y_scalar = problem.y_spec[0] == ()
         self.batching = Batching()
         self.ops = problem.ops
+
+    if TYPE_CHECKING:
+        # each composition's linearization also runs one product (`one`, `final`) and a batch (`many`)
+        def linearize(self, x: Any, cv: tuple) -> GraphLinearization | _ForwardProducts: ...
 
     def decide(self, shape: tuple, dtype: Any) -> None:
         """How batches of products run, timed at the preparation point on the basis of the space they
@@ -138,7 +143,7 @@ class ReverseOverReverse(TorchPlan):
         super().__init__(problem, inner)
         self.pulls = vmapped_pulls()
 
-    def linearize(self, x: Any, cv: tuple) -> Linearization:
+    def linearize(self, x: Any, cv: tuple) -> _GradientGraph:
         with grad_mode():
             leaf, out = self.fn.record(x, cv, None)
             d = vjp(out, leaf, None, create=True) if self.y_scalar else self.derivative_graph(out, leaf, True)
@@ -153,7 +158,7 @@ class _GradientGraph(GraphLinearization):
         self.f_out = out
 
     @property
-    def primal(self) -> Any:  # type: ignore[override]
+    def primal(self) -> Any:
         return self.f_out.detach()
 
 
@@ -166,13 +171,13 @@ class _ForwardProducts(Linearization):
         self._value = self._primal = None
 
     @property
-    def value(self) -> Any:  # type: ignore[override]
+    def value(self) -> Any:
         if self._value is None:
             self.one(torch().zeros_like(self.x))
         return self._value
 
     @property
-    def primal(self) -> Any:  # type: ignore[override]
+    def primal(self) -> Any:
         if self._primal is None:
             self.one(torch().zeros_like(self.x))
         return self._primal
@@ -183,10 +188,15 @@ class _ForwardProducts(Linearization):
     def pull(self, cotangents: Any) -> Any:  # H is symmetric: a pullback of the gradient is a product too
         return self.plan.batching.run(self.one, self.many, cotangents, dual=self.dual)
 
+    def one(self, v: Any) -> Any:
+        """One product, with the first derivative and f's value kept on the way."""
+        raise NotImplementedError
+
     def final(self, v: Any) -> Any:
         return self.one(v)
 
-    many = None
+    #: the products of a stack of vectors at once (vmapped), None where the composition has none
+    many: Callable[[Any], Any] | None = None
     #: `one` runs on dual tensors (a loop of products then opens torch's forward-AD level once)
     dual = True
 
@@ -227,13 +237,15 @@ class _DualGradient(_ForwardProducts):
 class ForwardOverReverse(TorchPlan):
     mode = "forward"
 
-    def linearize(self, x: Any, cv: tuple) -> Linearization:
+    def linearize(self, x: Any, cv: tuple) -> _DualGradient:
         return _DualGradient(self, x, cv)
 
 
 class _DirectionalGradient(_ForwardProducts):
     """Reverse over forward, scalar output: H v as the gradient of the dual tangent <grad f, v>; the
     gradient itself from the inner (forward-mode) engine."""
+
+    plan: ReverseOverForward
 
     def one(self, v: Any) -> Any:
         fwad = self.fn.fwad
@@ -255,13 +267,13 @@ class _DirectionalGradient(_ForwardProducts):
         self._primal, _, self._value = self.plan.inner_gradient().run(self.x, None, self.cv, None, True)
 
     @property
-    def value(self) -> Any:  # type: ignore[override]
+    def value(self) -> Any:
         if self._value is None:
             self._inner()
         return self._value
 
     @property
-    def primal(self) -> Any:  # type: ignore[override]
+    def primal(self) -> Any:
         if self._primal is None:
             self._inner()
         return self._primal
@@ -280,7 +292,7 @@ class ReverseOverForward(TorchPlan):
             self._gradient = self.inner.prepare_gradient(self.problem)
         return self._gradient
 
-    def linearize(self, x: Any, cv: tuple) -> Linearization:
+    def linearize(self, x: Any, cv: tuple) -> _DirectionalGradient | _GradientGraph:
         if self.y_scalar:
             return _DirectionalGradient(self, x, cv)
         fwad = self.fn.fwad
@@ -294,6 +306,7 @@ class _NestedJvp(_ForwardProducts):
     """Forward over forward: `torch.func.jvp` of the forward-mode first derivative."""
 
     dual = False  # torch.func.jvp opens the level itself
+    plan: ForwardOverForward
 
     def first_derivative(self, pure: Any) -> Any:
         """x -> (f(x), first derivative at x), by forward mode: the input basis swept for a gradient
@@ -362,7 +375,7 @@ class ForwardOverForward(TorchPlan):
         #: batching policy never tries it)
         self.vmap_basis: bool | None = None if vmap_threshold(None) < INF else False
 
-    def linearize(self, x: Any, cv: tuple) -> Linearization:
+    def linearize(self, x: Any, cv: tuple) -> _NestedJvp:
         return _NestedJvp(self, x, cv)
 
 

@@ -119,9 +119,11 @@ def _capture(program: Callable, inputs: list) -> Any:
     from torch.fx.experimental.proxy_tensor import make_fx
 
     t = torch()
+    # torch's own table type (not the Mapping make_fx's annotation names; make_fx reads it as one)
+    decompositions: Any = core_aten_decompositions()
     traced = make_fx(
         t.func.functionalize(program, remove="mutations_and_views"),
-        decomposition_table=core_aten_decompositions(),
+        decomposition_table=decompositions,
         tracing_mode="fake",
         _allow_non_fake_inputs=True,  # tensors f closes over become constants of the graph
     )
