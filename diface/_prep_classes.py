@@ -24,7 +24,6 @@ __all__ = [
 ]
 
 
-
 class PushforwardPrep(Prep):
     """Preparation for `pushforward` and `value_and_pushforward`."""
 

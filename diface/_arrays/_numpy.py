@@ -17,7 +17,7 @@ class NumpyOps(ArrayOps):
 
     name = "numpy"
     mutable = True
-    array_types = (np.ndarray, np.generic)
+    array_types: tuple[type, ...] = (np.ndarray, np.generic)
 
     def asarray(self, a: Any, like: Any = None) -> Any:
         return np.asarray(a)

@@ -115,8 +115,8 @@ def run_tasks(mapper: Mapper, task: Task, points: list, label: Callable[[int], s
     for i, v in enumerate(values):
         if isinstance(v, _Raised):
             error = v.error
-            if error.__traceback__ is None:  # raised in another process: keep its traceback as a note
-                error.add_note(f"traceback in the worker:\n{v.trace}")
+            if error.__traceback__ is None and hasattr(error, "add_note"):  # raised in another process: keep its
+                error.add_note(f"traceback in the worker:\n{v.trace}")  # traceback as a note (Python 3.11 on)
             raise EvaluationError(
                 f"f raised {type(error).__name__} at {label(i)} (point {i + 1} of {len(points)}): {error}"
             ) from error
