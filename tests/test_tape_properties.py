@@ -105,7 +105,17 @@ def build(program: list, xp: Any, scalar: bool) -> Any:
     return f
 
 
-points = st.lists(st.floats(-2.0, 2.0, allow_nan=False, allow_subnormal=False), min_size=N, max_size=N).map(np.array)
+#: the clip bounds of the programs: at a bound the engines' derivatives differ by convention (docs/backends.md,
+#: "At non-differentiable points"), so no input lies on one
+CLIP_BOUNDS = (-0.7, 0.8, 0.9)
+
+
+def _off_the_bounds(v: float, bounds: tuple = CLIP_BOUNDS) -> bool:
+    return all(abs(v - b) > 1e-6 for b in bounds)
+
+
+coordinates = st.floats(-2.0, 2.0, allow_nan=False, allow_subnormal=False).filter(_off_the_bounds)
+points = st.lists(coordinates, min_size=N, max_size=N).map(np.array)
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True)
 TAPE = di.AutoTape()
 
@@ -225,9 +235,9 @@ def build_matrix(program: list, xp: Any, scalar: bool) -> Any:
     return f
 
 
-matrices = st.lists(st.floats(-2.0, 2.0, allow_nan=False, allow_subnormal=False), min_size=R * C, max_size=R * C).map(
-    lambda v: np.array(v).reshape(R, C)
-)
+matrices = st.lists(
+    coordinates.filter(lambda v: _off_the_bounds(v, tuple(LO.ravel()))), min_size=R * C, max_size=R * C
+).map(lambda v: np.array(v).reshape(R, C))
 
 
 @pytest.mark.slow
