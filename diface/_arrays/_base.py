@@ -117,14 +117,14 @@ class ArrayOps(abc.ABC):
 
     def sparse_matrix(self, pattern: Any, data: Any) -> Any:
         """The (m, n) sparse matrix with the nonzeros `data` (in `pattern`'s CSR order)."""
-        from ._errors import NotSupportedError
+        from .._errors import NotSupportedError
 
         raise NotSupportedError(f"diface knows no sparse matrix type for {self.name} arrays; pass NumPy input")
 
     def check_sparse_out(self, buf: Any, pattern: Any, name: str, dtype: Any = None) -> None:
         """Raise unless `buf` is a sparse matrix of this library with `pattern` (and values of `dtype`)
         that can be written."""
-        from ._errors import NotSupportedError
+        from .._errors import NotSupportedError
 
         raise NotSupportedError(f"{name}: {self.name} sparse matrices cannot be out= buffers")
 
@@ -135,7 +135,7 @@ class ArrayOps(abc.ABC):
     # linear solves (Jacobian-inverse products) -------------------------------------------------
     def lu_factor(self, a: Any) -> Any:
         """LU factors (with partial pivoting) of the square matrix `a` `(n, n)`, for `lu_solve`."""
-        from ._errors import NotSupportedError
+        from .._errors import NotSupportedError
 
         raise NotSupportedError(
             f"diface has no LU factorization for {self.name} arrays; use method='krylov' or NumPy input"
@@ -155,7 +155,7 @@ class ArrayOps(abc.ABC):
 
     def sparse_to_dense(self, a: Any) -> Any:
         """The sparse matrix `a` of this library (what `sparse_matrix` makes) as a dense array."""
-        from ._errors import NotSupportedError
+        from .._errors import NotSupportedError
 
         raise NotSupportedError(f"diface knows no sparse matrix type for {self.name} arrays")
 
@@ -175,7 +175,7 @@ class ArrayOps(abc.ABC):
         from call to call (for a library that compiles the solver). The default is diface's own loop
         (`diface._gmres`): vectors stay in this library's arrays, on their device; only the small
         Hessenberg system is solved on the host."""
-        from ._gmres import gmres
+        from .._gmres import gmres
 
         return gmres(self, matvec, b, x0, rtol, restart, cycles)
 
