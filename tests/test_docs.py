@@ -1,4 +1,5 @@
-"""Every Python code block of the README and docs/ runs (blocks of one page share a namespace)."""
+"""Every Python code block of the README and docs/ (every page, in subfolders too) runs (blocks of one page share a
+namespace)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 #: engines a page may use; where one is not installed, the blocks from the first that imports it are skipped
 OPTIONAL_ENGINES = ("autograd", "torch", "jax")
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_code_blocks_run(page):
     blocks = BLOCK.findall(page.read_text())
     module = types.ModuleType(f"docs_{page.stem.replace('-', '_')}")  # a real module, for dataclasses
