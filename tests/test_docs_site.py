@@ -26,8 +26,9 @@ import diface.testing
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
+#: Debian's (what .ci/run installs); elsewhere, point these variables at a Chromium and its chromedriver
+CHROMIUM = Path(os.environ.get("DIFACE_CHROMIUM", "/usr/bin/chromium"))
+CHROMEDRIVER = Path(os.environ.get("DIFACE_CHROMEDRIVER", "/usr/bin/chromedriver"))
 DIRECTIVE = re.compile(r"^::: (diface(?:\.\w+)*)\s*$", re.MULTILINE)
 #: identifiers the site's search must find whole (material's default tokenizer would keep them, the old
 #: theme's split them at the underscores and kept the punctuation around them)
@@ -49,7 +50,7 @@ def _browser_missing() -> str | None:
         return "selenium is not installed (the docs extra)"
     for tool in (CHROMIUM, CHROMEDRIVER):
         if not tool.exists():
-            return f"{tool} is missing: apt-get install chromium chromium-driver"
+            return f"{tool} is missing: apt-get install chromium chromium-driver (or set DIFACE_CHROMIUM/_CHROMEDRIVER)"
     return None
 
 
