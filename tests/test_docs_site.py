@@ -1,5 +1,5 @@
-"""The documentation site: it builds (strict), the reference documents every public name, and every page
-works in a browser.
+"""The documentation site: it builds (strict), the reference documents every public name (`diface`,
+`diface.testing`, `diface.extend`), and every page works in a browser.
 
 The build needs the `docs` extra (mkdocs, mkdocs-material, mkdocstrings); the browser checks need
 selenium and Debian's chromium and chromedriver (`.ci/run` installs them). Each part skips cleanly
@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import diface
+import diface.extend
 import diface.testing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +66,7 @@ def documented() -> set[str]:
 
 def test_reference_documents_every_public_name():
     names = documented()
-    public = {f"diface.{n}" for n in diface.__all__} | {f"diface.testing.{n}" for n in diface.testing.__all__}
+    public = {f"{m.__name__}.{n}" for m in (diface, diface.testing, diface.extend) for n in m.__all__}
     assert not public - names, f"public names missing from docs/reference/: {sorted(public - names)}"
 
 
@@ -119,7 +120,7 @@ def test_build_is_strict_and_offline(site):
 def test_reference_renders_every_public_name(site):
     """Each public name has its heading (its anchor) in the built reference, with its signature."""
     html = "".join(p.read_text() for p in (site / "reference").rglob("index.html"))
-    public = [f"diface.{n}" for n in diface.__all__] + [f"diface.testing.{n}" for n in diface.testing.__all__]
+    public = [f"{m.__name__}.{n}" for m in (diface, diface.testing, diface.extend) for n in m.__all__]
     missing = [name for name in public if f'id="{name}"' not in html]
     assert not missing, f"no heading in the built reference for {missing}"
     assert html.count("doc-signature") >= len(public) // 2  # signatures, set apart from the heading
