@@ -7,6 +7,8 @@
 Importing diface imports no framework: a backend imports its engine on first use.
 """
 
+from typing import TYPE_CHECKING
+
 from ._backend import Backend, check_available, check_inplace
 from ._contexts import Cache, Constant
 from ._differentiate_with import DifferentiateWith
@@ -64,6 +66,13 @@ from ._prep import Prep
 from ._second_order import SecondOrder
 from ._tree_info import ravel
 from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoTape, AutoTorch
+
+if TYPE_CHECKING:  # loaded lazily below; imported here for type checkers and the API reference
+    from ._jacobian_operator import jacobian_operator
+    from ._sparse._autosparse import AutoSparse
+    from ._sparse._coloring import GreedyColoring
+    from ._sparse._detectors import DenseSparsityDetector, KnownSparsity, TracerSparsityDetector
+    from ._sparse._spy import spy
 
 __version__ = "0.1.0"
 

@@ -9,7 +9,7 @@ linearization (`prepare_linearize`) replays the tape once at x and then applies 
 often as asked; second order (`prepare_second_order`) records the reverse sweep itself as a tape and
 linearizes that: forward over reverse, all tangents of a batch in one sweep. The recording is never
 written after preparation: each thread replays it over buffers of its own, so one preparation serves
-many threads at once. See docs/backends.md, "Tape".
+many threads at once. See docs/backends/tape.md.
 """
 
 from __future__ import annotations

@@ -107,7 +107,8 @@ def check_agreement(
         operators: a subset of the operators that apply (default: all of them).
         reference: compare every backend with this one (computed too); None: every backend with every
             other.
-        rtol, atol: override the tolerances derived from the backends' accuracy.
+        rtol: overrides the relative tolerance derived from the backends' accuracy.
+        atol: overrides the absolute tolerance derived from the backends' accuracy.
 
     Returns:
         An `Agreement` report (print it for the table).

@@ -16,7 +16,7 @@ __all__ = ["ALTERNATIVES", "function_name", "rule_limit", "unsupported"]
 
 #: what to do about an operation the tape cannot differentiate
 ALTERNATIVES = (
-    "Write it with the operations the tape records (see the Tape section of docs/backends.md), or "
+    "Write it with the operations the tape records (see docs/backends/tape.md), or "
     "differentiate f with another backend: di.AutoAutograd() (f written with autograd.numpy), di.AutoJAX() "
     "(f written with jax.numpy), or di.AutoFiniteDiff() (any code)."
 )

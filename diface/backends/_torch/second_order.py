@@ -43,7 +43,7 @@ __all__ = ["PLANS", "FastestSecondDerivative", "TorchPlan", "plan_for"]
 def plan_for(outer: Any, inner: Any, problem: Problem) -> SecondOrderPlan:
     """The plan of `outer` over `inner` (two `AutoTorch`s, on the problem as `inputs.fitted` left it),
     their modes resolved where "auto": reverse over reverse, the fastest Hessian-vector products and
-    Hessians measured (see docs/backends.md); for the second derivative of a scalar input with an
+    Hessians measured (see docs/backends/torch.md); for the second derivative of a scalar input with an
     array output, reverse over reverse or forward over reverse, timed (`FastestSecondDerivative`)."""
     y_scalar = problem.y_spec[0] == ()
     outer_mode = "reverse" if outer.mode == "auto" else outer.mode
