@@ -91,3 +91,10 @@ def test_one_numpy_function_on_an_engine_with_other_arrays_says_what_to_give():
     assert report.ok
     with pytest.raises(di.ArgumentError, match=r"no function for AutoTorch"):
         check_agreement({np: f}, [di.AutoTape(), di.AutoTorch()], np.ones(2))
+
+
+def test_a_reference_equal_to_a_backend_is_not_compared_with_itself():
+    f = lambda x: np.sum(np.exp(x))
+    report = check_agreement(f, [di.AutoTape(), di.AutoFiniteDiff()], np.ones(2), reference=di.AutoTape())
+    assert {(r.backend, r.against) for r in report.rows} == {("AutoFiniteDiff()", "AutoTape()")}
+    assert all(r.error <= r.tolerance for r in report.rows)  # the tolerance shown is the one applied

@@ -36,7 +36,8 @@ OPERATORS = ("derivative", "second_derivative", "gradient", "jacobian", "hessian
 @dataclass
 class AgreementRow:
     """One backend and operator: "agrees" (with `against`), "differs", "error" (the call raised; `detail`
-    says what) or "unsupported" (the backend raised `NotSupportedError`, which it may)."""
+    says what) or "unsupported" (the backend raised `NotSupportedError`, which it may). `error` is the
+    largest absolute difference, `tolerance` what it was allowed (atol + rtol * the largest magnitude)."""
 
     backend: str
     operator: str
@@ -128,7 +129,7 @@ def check_agreement(
         >>> report.ok, sorted({r.operator for r in report.rows})
         (True, ['gradient', 'hessian', 'hvp', 'jacobian', 'pullback', 'pushforward'])
     """
-    backends = list(backends)
+    backends = list(dict.fromkeys(backends))  # a backend named twice (or two equal ones) is checked once
     if reference is not None and reference not in backends:
         backends.append(reference)
     if not backends:
@@ -156,7 +157,7 @@ def check_agreement(
                 continue
             results[(labels[b], name)] = _flat(r)
     pairs = (
-        [(b, reference) for b in backends if b is not reference]
+        [(b, reference) for b in backends if b != reference]
         if reference is not None
         else [(a, b) for i, a in enumerate(backends) for b in backends[i + 1 :]]
     )
@@ -168,10 +169,11 @@ def check_agreement(
             tol_r, tol_a = (max(t) for t in zip(tolerances(a, name, _dtype(x)), tolerances(b, name, _dtype(x))))
             tol_r, tol_a = rtol if rtol is not None else tol_r, atol if atol is not None else tol_a
             error, scale = _difference(ra, rb)
-            agrees = ra.shape == rb.shape and error <= tol_a + tol_r * scale
+            allowed = tol_a + tol_r * scale
+            agrees = ra.shape == rb.shape and error <= allowed
             status = "agrees" if agrees else "differs"
             detail = "" if ra.shape == rb.shape else f"shapes {ra.shape} and {rb.shape}"
-            rows.append(AgreementRow(labels[a], name, status, labels[b], error, max(tol_r, tol_a), detail))
+            rows.append(AgreementRow(labels[a], name, status, labels[b], error, allowed, detail))
     report = Agreement(rows, results, notes)
     if not report.ok:
         raise AssertionError(
