@@ -100,6 +100,7 @@ class Prep:
         )
         self._direct = self._direct_route() if codec is None else None
         self._tree_direct = self._tree_route() if codec is not None else None
+        self._plain = self._plain_route()
 
     @property
     def user_numpy(self) -> bool:
@@ -254,6 +255,65 @@ class Prep:
     # -- running --------------------------------------------------------------------------------------
     def run(self, full: bool, x: Any, extra: Any, contexts: tuple, out: Any, y: Any, check: bool = True) -> Any:
         """One operator call: the plain operator (`full=False`) or its full variant."""
+        if not full and not contexts and out is None and y is None and check:
+            return self._plain(x, extra)
+        return self._dispatch(full, x, extra, contexts, out, y, check)
+
+    def _plain_route(self) -> Callable[[Any, Any], Any]:
+        """`(x, one tangent or None) -> result`: the plain operator of a call with nothing else (no
+        contexts, `out=` or `y=`), the prepared methods' commonest call. Arguments of the prepared specs
+        go straight to the direct program or the kernel; anything else takes the general path, which
+        checks them and names what differs."""
+        dispatch = self._dispatch
+
+        def general(x: Any, extra: Any) -> Any:
+            return dispatch(False, x, extra, (), None, None, True)
+
+        guard, ops = self.guard, self.ops
+        x_spec = guard.x_spec
+        if not self.strict or self.codec is not None or guard.context_specs or x_spec is None:
+            return general
+        x_type, x_dtype, x_shape = x_spec
+        if not hasattr(x_type, "dtype"):  # a Python number
+            return general
+        kernel_run, deliver = self.kernel.run, self.delivery.deliver
+        if self.op.tangent is None:
+            direct = self._direct
+            if direct is not None:
+
+                def plain_direct(x: Any, extra: Any) -> Any:
+                    if extra is None and type(x) is x_type and x.dtype == x_dtype and x.shape == x_shape:
+                        return direct(x, ())
+                    return general(x, extra)
+
+                return plain_direct
+            native_type = self._native_type
+
+            def plain(x: Any, extra: Any) -> Any:
+                if extra is None and type(x) is x_type and x.dtype == x_dtype and x.shape == x_shape:
+                    xn = x if type(x) is native_type else native_x(ops, x)
+                    return deliver(kernel_run(xn, None, (), None, False), False, False, None, None)
+                return general(x, extra)
+
+            return plain
+        tangent_type, tangent_matches = self._tangent_type, guard.tangent_matches
+        if tangent_type is None:
+            return general
+        convert = self.to_user and not self._takes_numpy
+        name, label = self.op.name, self.op.tangent or ""
+
+        def plain_tangent(x: Any, extra: Any) -> Any:
+            if type(extra) is tangent_type and tangent_matches(x, extra):
+                if convert:
+                    x = native_x(ops, x)
+                    extra = native_tangent(ops, extra, x, None, name, label)
+                return deliver(kernel_run(x, (extra,), (), None, False), False, False, None, None)
+            return general(x, extra)
+
+        return plain_tangent
+
+    def _dispatch(self, full: bool, x: Any, extra: Any, contexts: tuple, out: Any, y: Any, check: bool) -> Any:
+        """Every call but the plain operator's of x (and a tangent) alone: the shortest route that applies."""
         if out is None and y is None and self.codec is None:
             guard = self.guard
             direct = self._direct

@@ -30,6 +30,8 @@ class PushforwardPrep(Prep):
     op = OPERATORS["pushforward"]
 
     def pushforward(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        if not contexts and out is None and y is None:
+            return self._plain(x, tx)
         return self.run(False, x, tx, contexts, out, y)
 
     def value_and_pushforward(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -44,6 +46,8 @@ class PullbackPrep(Prep):
     op = OPERATORS["pullback"]
 
     def pullback(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        if not contexts and out is None and y is None:
+            return self._plain(x, ty)
         return self.run(False, x, ty, contexts, out, y)
 
     def value_and_pullback(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -58,6 +62,8 @@ class DerivativePrep(Prep):
     op = OPERATORS["derivative"]
 
     def derivative(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        if not contexts and out is None and y is None:
+            return self._plain(x, None)
         return self.run(False, x, None, contexts, out, y)
 
     def value_and_derivative(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -72,6 +78,8 @@ class GradientPrep(Prep):
     op = OPERATORS["gradient"]
 
     def gradient(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        if not contexts and out is None:
+            return self._plain(x, None)
         return self.run(False, x, None, contexts, out, None)
 
     def value_and_gradient(self, x: Any, *contexts: Context, out: Any = None) -> Any:
@@ -86,6 +94,8 @@ class JacobianPrep(Prep):
     op = OPERATORS["jacobian"]
 
     def jacobian(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        if not contexts and out is None and y is None:
+            return self._plain(x, None)
         return self.run(False, x, None, contexts, out, y)
 
     def value_and_jacobian(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -100,6 +110,8 @@ class SecondDerivativePrep(Prep):
     op = OPERATORS["second_derivative"]
 
     def second_derivative(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        if not contexts and out is None:
+            return self._plain(x, None)
         return self.run(False, x, None, contexts, out, None)
 
     def value_derivative_and_second_derivative(self, x: Any, *contexts: Context, out: Any = None) -> Any:
@@ -114,6 +126,8 @@ class HessianPrep(Prep):
     op = OPERATORS["hessian"]
 
     def hessian(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        if not contexts and out is None:
+            return self._plain(x, None)
         return self.run(False, x, None, contexts, out, None)
 
     def value_gradient_and_hessian(self, x: Any, *contexts: Context, out: Any = None) -> Any:
@@ -128,6 +142,8 @@ class HvpPrep(Prep):
     op = OPERATORS["hvp"]
 
     def hvp(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> Any:
+        if not contexts and out is None:
+            return self._plain(x, tx)
         return self.run(False, x, tx, contexts, out, None)
 
     def gradient_and_hvp(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> Any:
@@ -157,6 +173,8 @@ class InversePushforwardPrep(_InversePrep):
     op = OPERATORS["inverse_pushforward"]
 
     def inverse_pushforward(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        if not contexts and out is None and y is None:
+            return self._plain(x, ty)
         return self.run(False, x, ty, contexts, out, y)
 
     def value_and_inverse_pushforward(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -172,6 +190,8 @@ class InversePullbackPrep(_InversePrep):
     op = OPERATORS["inverse_pullback"]
 
     def inverse_pullback(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
+        if not contexts and out is None and y is None:
+            return self._plain(x, tx)
         return self.run(False, x, tx, contexts, out, y)
 
     def value_and_inverse_pullback(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
