@@ -92,7 +92,7 @@ class Prep:
         if codec is not None:
             codec.bind(ops, self.x_shape, self.y_shape)
         # x and one tangent take a shorter path: arrays of the prepared type (NumPy ones, for NumPy input)
-        x_spec, t_spec = guard.x_spec, guard.t_spec
+        x_spec, t_spec = guard.xt_spec, guard.t_spec
         self._tangent_type = (
             t_spec[0]
             if t_spec is not None and (not to_user or (x_spec is not None and x_spec[0] is t_spec[0] is np.ndarray))
@@ -270,14 +270,13 @@ class Prep:
             return dispatch(False, x, extra, (), None, None, True)
 
         guard, ops = self.guard, self.ops
-        x_spec = guard.x_spec
-        if not self.strict or self.codec is not None or guard.context_specs or x_spec is None:
-            return general
-        x_type, x_dtype, x_shape = x_spec
-        if not hasattr(x_type, "dtype"):  # a Python number
+        if not self.strict or self.codec is not None or guard.context_specs:
             return general
         kernel_run, deliver = self.kernel.run, self.delivery.deliver
         if self.op.tangent is None:
+            if guard.x_spec is None or not hasattr(guard.x_spec[0], "dtype"):  # a Python number
+                return general
+            x_type, x_dtype, x_shape = guard.x_spec
             direct = self._direct
             if direct is not None:
 

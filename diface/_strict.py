@@ -72,6 +72,8 @@ class Guard:
         self.x_spec = specs[0][:3] if x_and_contexts and not same_point else None
         arrays = len(labels) == 2 and labels[1] in ("tx", "ty") and specs[0][1] is not None and specs[1][1] is not None
         self.t_spec = specs[1] if arrays and not same_point else None
+        #: x's spec beside one tangent (`tangent_matches`)
+        self.xt_spec = specs[0][:3] if arrays and not same_point else None
         self.context_specs = tuple((type(c), describe(c.value)) for c in contexts)
         # same-point preparations hold copies of the point: x and the Constant values
         self.point: tuple = ()
@@ -95,7 +97,7 @@ class Guard:
 
     def tangent_matches(self, x: Any, t: Any) -> bool:
         """x and one tangent have the prepared specs (device included where it matters)."""
-        s, ts = self.x_spec, self.t_spec
+        s, ts = self.xt_spec, self.t_spec
         return (
             s is not None
             and ts is not None

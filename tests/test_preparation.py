@@ -82,3 +82,16 @@ def test_prepare_hvp_needs_no_tangent():
             np.testing.assert_allclose(prep.hvp(x, t, di.Constant(2.0)), 12 * x * t)
     prep = di.prepare_hvp(lambda p: np.sum(p["a"] ** 3), di.AutoTape(), {"a": np.zeros(2)})
     np.testing.assert_allclose(prep.hvp({"a": x}, {"a": t})["a"], 6 * x * t)
+
+
+@pytest.mark.parametrize("op", ["pushforward", "pullback", "hvp"])
+def test_x_and_one_tangent_of_the_prepared_specs_take_the_quick_test(op):
+    """The quick test of x and one tangent passes for arguments of the prepared specs (it compared x's
+    spec with a field only set for calls without a tangent, so every such call took the general path)."""
+    f = (lambda x: np.sum(np.sin(x) ** 2)) if op == "hvp" else np.sin
+    x, t = np.linspace(0.0, 1.0, 5), np.ones(5)
+    prep = getattr(di, f"prepare_{op}")(f, di.AutoTape(), x, t)
+    assert prep.guard.tangent_matches(x, t)
+    assert not prep.guard.tangent_matches(x[:4], t[:4]) and not prep.guard.tangent_matches(x, t.astype(np.float32))
+    with pytest.raises(di.PreparationMismatchError, match="tx|ty"):
+        getattr(prep, op)(x, t.astype(np.float32))
