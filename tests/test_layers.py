@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "diface._signature",
             "diface._convert",
             "diface._engines",
+            "diface._user_code",
             "diface._boundary",
             "diface._gmres",
             "diface._sparse._coloring",

@@ -6,6 +6,7 @@
 """
 
 from .._engines import Engine, engine_of, engines, namespace_of, register_engine
+from .._user_code import register_user_code
 from ._agreement import Agreement, AgreementRow, check_agreement
 from ._check import Failure, check_operator, tolerances
 from ._complex import complex_intermediate_scenarios
@@ -17,6 +18,10 @@ from ._scenarios import Scenario, default_scenarios
 from ._structural import structural_scenarios
 from ._threads import check_threads
 from ._tree_scenarios import TreeScenario, check_tree_operator, tree_scenarios
+
+# the kit's scenario functions are functions a user could have written: engines that look at their callers
+# (the tape's messages and conversions) treat them as the user's code
+register_user_code(__name__)
 
 # pytest collects test_* functions from modules it imports: this one is the kit's entry point, not a test
 test_differentiation.__test__ = False  # type: ignore[attr-defined]

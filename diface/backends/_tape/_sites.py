@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+from ..._user_code import is_user_code
+
 __all__ = ["Site", "call_site", "function_of", "in_rule", "library_of", "recording_rule", "user_location"]
 
-#: packages whose frames are not the user's code (diface's test kit is: its scenarios are user functions)
+#: packages whose frames are not the user's code (but those registered as users' code: diface's test kit)
 _LIBRARIES = ("numpy", "scipy", "autograd", "diface")
 #: libraries whose functions a user calls by name (autograd's frames are wrappers around NumPy's)
 _NAMED = ("numpy", "scipy")
@@ -36,22 +38,23 @@ def _library(path: str) -> str | None:
     for name in _LIBRARIES:
         d = _package_dir(name)
         if d and path.startswith(d):
-            if name == "diface" and path.startswith(os.path.join(d, "testing") + os.sep):
-                return None
             return name
     return None
 
 
 def library_of(frame: FrameType) -> str | None:
     """The library whose code the frame runs ("numpy", "scipy", "autograd", "diface"; None: the user's),
-    from the file of its code object."""
+    from the file of its code object; a package registered as users' code (`diface._user_code`) is the
+    user's."""
+    if is_user_code(frame.f_globals.get("__name__", "")):
+        return None
     return _library(frame.f_code.co_filename)
 
 
 def user_frame(frame: FrameType | None = None) -> FrameType | None:
     """The innermost frame of the user's code, from `frame` (default: the caller) outwards."""
     frame = frame or sys._getframe(1)
-    while frame is not None and _library(frame.f_code.co_filename) is not None:
+    while frame is not None and library_of(frame) is not None:
         frame = frame.f_back
     return frame
 
@@ -172,7 +175,7 @@ def call_site(frame: FrameType | None = None) -> Site:
     outermost = None  # the outermost NumPy/SciPy frame below the user's
     wrapped = None  # the function a decorator's wrapper there calls
     while frame is not None:
-        library = _library(frame.f_code.co_filename)
+        library = library_of(frame)
         if library is None:
             break
         if library in _NAMED:
