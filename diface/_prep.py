@@ -30,6 +30,10 @@ from ._strict import Guard, labelled
 __all__ = ["Prep"]
 
 
+class _NoArgument:
+    """A type no argument has: the quick route's x type where the prepared spec cannot be tested quickly."""
+
+
 class Prep:
     """The result of a `prepare_*` call: reusable state for one operator and all its variants.
 
@@ -100,7 +104,7 @@ class Prep:
         )
         self._direct = self._direct_route() if codec is None else None
         self._tree_direct = self._tree_route() if codec is not None else None
-        self._plain = self._plain_route()
+        self._quick = (self._quick_route(False), self._quick_route(True))
 
     @property
     def user_numpy(self) -> bool:
@@ -255,88 +259,78 @@ class Prep:
     # -- running --------------------------------------------------------------------------------------
     def run(self, full: bool, x: Any, extra: Any, contexts: tuple, out: Any, y: Any, check: bool = True) -> Any:
         """One operator call: the plain operator (`full=False`) or its full variant."""
-        if not full and not contexts and out is None and y is None and check:
-            return self._plain(x, extra)
+        if not contexts and out is None and y is None:
+            return self._quick[full](x, extra, check)
         return self._dispatch(full, x, extra, contexts, out, y, check)
 
-    def _plain_route(self) -> Callable[[Any, Any], Any]:
-        """`(x, one tangent or None) -> result`: the plain operator of a call with nothing else (no
-        contexts, `out=` or `y=`), the prepared methods' commonest call. Arguments of the prepared specs
-        go straight to the direct program or the kernel; anything else takes the general path, which
-        checks them and names what differs."""
-        dispatch = self._dispatch
+    def _quick_route(self, full: bool) -> Callable[[Any, Any, bool], Any]:
+        """`(x, one tangent or None, check) -> result` of the plain operator (or the full variant) for a
+        call with nothing else (no contexts, `out=` or `y=`), the commonest call: arguments of the
+        prepared specs (or any, unchecked) go straight to the direct program or the kernel; anything else
+        takes the general path, which checks them and names what differs."""
+        dispatch, ops = self._dispatch, self.ops
 
-        def general(x: Any, extra: Any) -> Any:
-            return dispatch(False, x, extra, (), None, None, True)
+        def general(x: Any, extra: Any, check: bool) -> Any:
+            return dispatch(full, x, extra, (), None, None, check)
 
-        guard, ops = self.guard, self.ops
-        if not self.strict or self.codec is not None or guard.context_specs:
+        guard, strict = self.guard, self.strict
+        if self.codec is not None or guard.context_specs:
             return general
         kernel_run, deliver = self.kernel.run, self.delivery.deliver
         if self.op.tangent is None:
-            if guard.x_spec is None or not hasattr(guard.x_spec[0], "dtype"):  # a Python number
-                return general
-            x_type, x_dtype, x_shape = guard.x_spec
+            # x's prepared spec, or (x_spec None, or a Python number) a type no x has: the general path checks
+            x_type, x_dtype, x_shape = guard.x_spec or (None, None, None)
+            if not hasattr(x_type, "dtype"):
+                x_type = _NoArgument
             direct = self._direct
-            if direct is not None:
+            if direct is not None and not full:
 
-                def plain_direct(x: Any, extra: Any) -> Any:
-                    if extra is None and type(x) is x_type and x.dtype == x_dtype and x.shape == x_shape:
+                def quick_direct(x: Any, extra: Any, check: bool) -> Any:
+                    if extra is None and (
+                        not (check and strict) or (type(x) is x_type and x.dtype == x_dtype and x.shape == x_shape)
+                    ):
                         return direct(x, ())
-                    return general(x, extra)
+                    return general(x, extra, check)
 
-                return plain_direct
-            native_type = self._native_type
+                return quick_direct
+            native_type, is_native = self._native_type, ops.is_native
 
-            def plain(x: Any, extra: Any) -> Any:
-                if extra is None and type(x) is x_type and x.dtype == x_dtype and x.shape == x_shape:
-                    xn = x if type(x) is native_type else native_x(ops, x)
-                    return deliver(kernel_run(xn, None, (), None, False), False, False, None, None)
-                return general(x, extra)
+            def quick(x: Any, extra: Any, check: bool) -> Any:
+                if extra is None and (
+                    not (check and strict) or (type(x) is x_type and x.dtype == x_dtype and x.shape == x_shape)
+                ):
+                    xn = x if type(x) is native_type or is_native(x) else native_x(ops, x)
+                    return deliver(kernel_run(xn, None, (), None, full), full, False, None, None)
+                return general(x, extra, check)
 
-            return plain
+            return quick
         tangent_type, tangent_matches = self._tangent_type, guard.tangent_matches
         if tangent_type is None:
             return general
         convert = self.to_user and not self._takes_numpy
         name, label = self.op.name, self.op.tangent or ""
 
-        def plain_tangent(x: Any, extra: Any) -> Any:
-            if type(extra) is tangent_type and tangent_matches(x, extra):
+        def quick_tangent(x: Any, extra: Any, check: bool) -> Any:
+            if type(extra) is tangent_type and (not (check and strict) or tangent_matches(x, extra)):
                 if convert:
                     x = native_x(ops, x)
                     extra = native_tangent(ops, extra, x, None, name, label)
-                return deliver(kernel_run(x, (extra,), (), None, False), False, False, None, None)
-            return general(x, extra)
+                return deliver(kernel_run(x, (extra,), (), None, full), full, False, None, None)
+            return general(x, extra, check)
 
-        return plain_tangent
+        return quick_tangent
 
     def _dispatch(self, full: bool, x: Any, extra: Any, contexts: tuple, out: Any, y: Any, check: bool) -> Any:
-        """Every call but the plain operator's of x (and a tangent) alone: the shortest route that applies."""
+        """A call with contexts, `out=`, `y=`, a batch of tangents or a tree, or one that is not of the
+        prepared specs: the direct program with contexts, the tree route, or the general path."""
         if out is None and y is None and self.codec is None:
-            guard = self.guard
             direct = self._direct
-            if direct is not None and not full and extra is None:  # the shortest route: x and contexts
-                if contexts:
-                    check_contexts(contexts, self.op.name)
+            if direct is not None and not full and extra is None and contexts:  # the direct program, contexts
+                check_contexts(contexts, self.op.name)
+                guard = self.guard
                 if check and self.strict and not (guard.x_matches(x) and guard.contexts_match(contexts)):
                     self.check(x, None, contexts, None)
-                return direct(x, self._values(contexts, x) if contexts else ())
-            if extra is None and not contexts:  # the hot path: nothing but x
-                if check and self.strict and not (guard.x_matches(x) and not guard.context_specs):
-                    self.check(x, None, (), None)
-                if type(x) is not self._native_type and not self.ops.is_native(x):
-                    x = native_x(self.ops, x)
-                return self.delivery.deliver(self.kernel.run(x, None, (), None, full), full, False, None, None)
-            if not contexts and type(extra) is self._tangent_type:
-                # the hot path of pushforward, pullback and hvp: x and one tangent, nothing else
-                if check and self.strict and not guard.tangent_matches(x, extra):
-                    self.check(x, extra, (), None)
-                if self.to_user and not self._takes_numpy:
-                    x = native_x(self.ops, x)
-                    extra = native_tangent(self.ops, extra, x, None, self.op.name, self.op.tangent or "")
-                r = self.kernel.run(x, (extra,), (), None, full)
-                return self.delivery.deliver(r, full, False, None, None)
+                return direct(x, self._values(contexts, x))
         tree_direct = self._tree_direct
         if tree_direct is not None and extra is None and out is None and y is None:
             if contexts:

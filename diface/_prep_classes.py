@@ -31,7 +31,7 @@ class PushforwardPrep(Prep):
 
     def pushforward(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
         if not contexts and out is None and y is None:
-            return self._plain(x, tx)
+            return self._quick[False](x, tx, True)
         return self.run(False, x, tx, contexts, out, y)
 
     def value_and_pushforward(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -47,7 +47,7 @@ class PullbackPrep(Prep):
 
     def pullback(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
         if not contexts and out is None and y is None:
-            return self._plain(x, ty)
+            return self._quick[False](x, ty, True)
         return self.run(False, x, ty, contexts, out, y)
 
     def value_and_pullback(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -63,7 +63,7 @@ class DerivativePrep(Prep):
 
     def derivative(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
         if not contexts and out is None and y is None:
-            return self._plain(x, None)
+            return self._quick[False](x, None, True)
         return self.run(False, x, None, contexts, out, y)
 
     def value_and_derivative(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -79,7 +79,7 @@ class GradientPrep(Prep):
 
     def gradient(self, x: Any, *contexts: Context, out: Any = None) -> Any:
         if not contexts and out is None:
-            return self._plain(x, None)
+            return self._quick[False](x, None, True)
         return self.run(False, x, None, contexts, out, None)
 
     def value_and_gradient(self, x: Any, *contexts: Context, out: Any = None) -> Any:
@@ -95,7 +95,7 @@ class JacobianPrep(Prep):
 
     def jacobian(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
         if not contexts and out is None and y is None:
-            return self._plain(x, None)
+            return self._quick[False](x, None, True)
         return self.run(False, x, None, contexts, out, y)
 
     def value_and_jacobian(self, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -111,7 +111,7 @@ class SecondDerivativePrep(Prep):
 
     def second_derivative(self, x: Any, *contexts: Context, out: Any = None) -> Any:
         if not contexts and out is None:
-            return self._plain(x, None)
+            return self._quick[False](x, None, True)
         return self.run(False, x, None, contexts, out, None)
 
     def value_derivative_and_second_derivative(self, x: Any, *contexts: Context, out: Any = None) -> Any:
@@ -127,7 +127,7 @@ class HessianPrep(Prep):
 
     def hessian(self, x: Any, *contexts: Context, out: Any = None) -> Any:
         if not contexts and out is None:
-            return self._plain(x, None)
+            return self._quick[False](x, None, True)
         return self.run(False, x, None, contexts, out, None)
 
     def value_gradient_and_hessian(self, x: Any, *contexts: Context, out: Any = None) -> Any:
@@ -143,7 +143,7 @@ class HvpPrep(Prep):
 
     def hvp(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> Any:
         if not contexts and out is None:
-            return self._plain(x, tx)
+            return self._quick[False](x, tx, True)
         return self.run(False, x, tx, contexts, out, None)
 
     def gradient_and_hvp(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> Any:
@@ -174,7 +174,7 @@ class InversePushforwardPrep(_InversePrep):
 
     def inverse_pushforward(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
         if not contexts and out is None and y is None:
-            return self._plain(x, ty)
+            return self._quick[False](x, ty, True)
         return self.run(False, x, ty, contexts, out, y)
 
     def value_and_inverse_pushforward(self, x: Any, ty: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
@@ -191,7 +191,7 @@ class InversePullbackPrep(_InversePrep):
 
     def inverse_pullback(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
         if not contexts and out is None and y is None:
-            return self._plain(x, tx)
+            return self._quick[False](x, tx, True)
         return self.run(False, x, tx, contexts, out, y)
 
     def value_and_inverse_pullback(self, x: Any, tx: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
