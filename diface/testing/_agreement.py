@@ -134,7 +134,8 @@ def check_agreement(
         backends.append(reference)
     if not backends:
         raise ArgumentError("check_agreement: give at least one backend")
-    notes = _float64(backends, x)
+    dtype = _dtype(x)
+    notes = _float64(backends, dtype)
     rng = np.random.default_rng(0)
     tx = _random_like(x, rng)
     y = _evaluate(f, backends, x, tx, contexts)
@@ -166,7 +167,7 @@ def check_agreement(
             ra, rb = results.get((labels[a], name)), results.get((labels[b], name))
             if ra is None or rb is None:
                 continue
-            tol_r, tol_a = (max(t) for t in zip(tolerances(a, name, _dtype(x)), tolerances(b, name, _dtype(x))))
+            tol_r, tol_a = (max(t) for t in zip(tolerances(a, name, dtype), tolerances(b, name, dtype)))
             tol_r, tol_a = rtol if rtol is not None else tol_r, atol if atol is not None else tol_a
             error, scale = _difference(ra, rb)
             allowed = tol_a + tol_r * scale
@@ -184,9 +185,9 @@ def check_agreement(
     return report
 
 
-def _float64(backends: list, x: Any) -> list[str]:
+def _float64(backends: list, dtype: np.dtype) -> list[str]:
     """Switch on the 64-bit mode of engines where it is global, for a float64 x; say so."""
-    if _dtype(x) != np.float64:
+    if dtype != np.float64:
         return []
     notes = []
     for b in backends:
