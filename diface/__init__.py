@@ -10,6 +10,7 @@ Importing diface imports no framework: a backend imports its engine on first use
 from typing import TYPE_CHECKING
 
 from ._backend import Backend, check_available, check_inplace
+from ._complex import realify
 from ._contexts import Cache, Constant
 from ._differentiate_with import DifferentiateWith
 from ._errors import (
@@ -105,6 +106,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ravel",
+    "realify",
     # backends
     "AutoAutograd",
     "AutoFiniteDiff",

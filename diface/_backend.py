@@ -84,6 +84,13 @@ class Backend(abc.ABC):
                 f"pip install 'diface[{self.extra}]'"
             )
 
+    def check_complex(self, where: str) -> None:
+        """Raise `NotSupportedError` (saying what to use instead) where this backend cannot differentiate
+        a function of complex inputs or outputs. The call path holds them as real pairs (SPEC.md,
+        "Complex numbers"), so an engine that differentiates real functions with complex values inside
+        needs nothing more; the default accepts."""
+        return None
+
     # -- arrays --------------------------------------------------------------------------------
     @abc.abstractmethod
     def array_ops(self, x: Any) -> ArrayOps:

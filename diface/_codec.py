@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 
 from ._arrays import NUMPY, ArrayOps, ops_for, reshaped
+from ._complex import HOLOMORPHIC_OPERATORS, complex_rows, has_complex_dtype, to_pairs
+from ._contexts import Constant
 from ._convert import native_context_value, native_x
-from ._errors import ArgumentError, ShapeError
+from ._errors import ArgumentError, NotSupportedError, ShapeError
 from ._optable import Operator
 from ._strict import labelled
 from ._tree_info import TreeInfo
@@ -32,12 +34,15 @@ OUTPUTS = ("tree", "matrix")
 
 
 def structured(x: Any, y: Any, has_aux: bool, output: str) -> bool:
-    """Whether a call needs a codec: a tree x or y, `has_aux`, or another layout than the default."""
+    """Whether a call needs a codec: a tree x or y, `has_aux`, another layout than the default, or
+    complex numbers (held as real pairs, see `diface._complex`)."""
     return (
         has_aux
         or output != "tree"
         or (not hasattr(x, "shape") and is_tree(x))
         or (y is not None and not hasattr(y, "shape") and is_tree(y))
+        or has_complex_dtype(x)
+        or (y is not None and has_complex_dtype(y))
     )
 
 
@@ -49,6 +54,7 @@ class Flat:
     x: Any
     extra: Any
     y: Any
+    contexts: tuple
 
 
 def split_aux(out: Any, where: str) -> tuple[Any, Any]:
@@ -71,6 +77,8 @@ def _ravel_traced(info: TreeInfo, tree: Any, where: str) -> Any:
     leaves, spec = info.flattener.flatten(tree)
     if spec != info.spec:
         raise ArgumentError(f"{where}: f returned {info.describe_structure_difference(tree, 'its output')}")
+    if any(info.complex_leaves):
+        leaves = [to_pairs(v) if c else v for v, c in zip(leaves, info.complex_leaves)]
     parts = [reshaped(v, (-1,)) if hasattr(v, "shape") else np.asarray(v, dtype=np.float64).reshape(-1) for v in leaves]
     return parts[0] if len(parts) == 1 else _concat_traced(parts)
 
@@ -107,48 +115,82 @@ def make_codec(
     """The codec of a structured call, and the flat problem to prepare in its place."""
     if output not in OUTPUTS:
         raise ArgumentError(f"{where}: output= must be 'tree' or 'matrix', got {output!r}")
-    xi = TreeInfo(x, "x", where) if is_tree(x) else None
-    xf = xi.ravel_leaves(xi.flattener.flatten(x)[0]) if xi is not None else x
+    # complex inputs of the operators of the complex derivative are differentiated along their real parts
+    x_mode = "real" if op.name in HOLOMORPHIC_OPERATORS else "pairs"
+    xi = TreeInfo(x, "x", where, complex_mode=x_mode) if is_tree(x) or has_complex_dtype(x) else None
+    xf, imag = x, None
+    if xi is not None:
+        x_leaves = xi.flattener.flatten(x)[0]
+        xf = xi.ravel_leaves(x_leaves)
+        if xi.mode == "real" and any(xi.complex_leaves):
+            imag = xi.imag_of(x_leaves)
     if y is not None:
-        yi = TreeInfo(y, "y", where) if is_tree(y) else None
+        yi = TreeInfo(y, "y", where, complex_mode="pairs") if is_tree(y) or has_complex_dtype(y) else None
         yf = yi.ravel_leaves(yi.flattener.flatten(y)[0]) if yi is not None else y
     else:
-        out = f(*_as_f_sees_it(backend, xi, xf, contexts))
+        out = f(*_as_f_sees_it(backend, xi, xf, imag, contexts))
         if has_aux:
             out, _ = split_aux(out, where)
         # f's output at the user's x (NumPy leaves, say) may mix libraries: only its structure counts
         tree_out = isinstance(out, (list, tuple, dict)) or is_tree(out)
-        yi = TreeInfo(out, "y", where, one_library=False) if tree_out else None
-        yf = None
-        if op.scalar_y and yi is not None:
+        if op.scalar_y and tree_out:
             raise ShapeError(f"{where}: needs f to return a scalar, but it returned {_tree_output(out, has_aux)}")
+        complex_out = not tree_out and has_complex_dtype(out)
+        yi = TreeInfo(out, "y", where, one_library=False, complex_mode="pairs") if tree_out or complex_out else None
+        yf = None
+    _refuse_complex(op, backend, xi, yi, where)
     name = op.name
+    codec = TreeCodec(op, f, xi, yi, has_aux, output, extra)
+    args = codec.f_args
     if y is not None:
 
         def f_flat_inplace(yv: Any, xv: Any, *cv: Any) -> None:
-            f(yi.unravel_traced(yv) if yi is not None else yv, xi.unravel_traced(xv) if xi is not None else xv, *cv)
+            f(yi.unravel_traced(yv) if yi is not None else yv, *args(xv, cv))
 
         f_flat: Callable = f_flat_inplace
     else:
 
         def f_flat(xv: Any, *cv: Any) -> Any:
-            out = f(xi.unravel_traced(xv) if xi is not None else xv, *cv)
+            out = f(*args(xv, cv))
             if has_aux:
                 out = split_aux(out, name)[0]
             return _ravel_traced(yi, out, name) if yi is not None else out
 
-    codec = TreeCodec(op, f, xi, yi, has_aux, output, extra)
     flat_extra = codec.tangents_in(extra, where) if op.tangent is not None else extra
-    return codec, Flat(f_flat, xf, flat_extra, yf)
+    flat_contexts = (Constant(imag), *contexts) if codec.imag else contexts
+    return codec, Flat(f_flat, xf, flat_extra, yf, flat_contexts)
 
 
-def _as_f_sees_it(backend: Any, xi: TreeInfo | None, xf: Any, contexts: tuple) -> tuple:
+def _refuse_complex(op: Operator, backend: Any, xi: TreeInfo | None, yi: TreeInfo | None, where: str) -> None:
+    """The operators that complex inputs or outputs leave undefined, refused before anything is prepared."""
+    x_complex = xi is not None and any(xi.complex_leaves)
+    y_complex = yi is not None and any(yi.complex_leaves)
+    if y_complex and op.scalar_y:
+        raise ShapeError(
+            f"{where}: f returns complex values, and a complex-valued f has no gradient or Hessian; use "
+            "di.pullback (the gradient of Re f is the pullback of 1, of Im f the pullback of 1j), di.jacobian, "
+            "or reduce f to a real scalar (np.abs(f)**2, np.real(f))"
+        )
+    if x_complex and op.name == "hessian":
+        raise NotSupportedError(
+            f"{where}: x is complex, and a real f of complex x has no complex Hessian matrix (its second "
+            "derivative is real-linear, not complex-linear). Use di.hvp (the pushforward of the gradient map), "
+            "or di.hessian(di.realify(f), backend, pairs) for the real Hessian in (real, imaginary) coordinates"
+        )
+    if x_complex or y_complex:
+        backend.check_complex(where)
+
+
+def _as_f_sees_it(backend: Any, xi: TreeInfo | None, xf: Any, imag: Any, contexts: tuple) -> tuple:
     """x and the context values as f receives them from `backend` (NumPy input in its arrays: torch
     tensors, say), for the one evaluation that finds the structure of f's output."""
     ops = backend.array_ops(xf)
     xn = xf if ops.is_native(xf) else native_x(ops, xf)
     cv = tuple(native_context_value(ops, c.value, xn) for c in contexts)
-    return (xi.unravel_traced(xn) if xi is not None else xn, *cv)
+    if xi is None:
+        return (xn, *cv)
+    im = None if imag is None else native_context_value(ops, imag, xn)
+    return (xi.unravel_traced(xn, im), *cv)
 
 
 class TreeCodec:
@@ -171,6 +213,28 @@ class TreeCodec:
         self.output = output
         #: a tuple of tangents (rather than one tangent that is a tuple-shaped tree)
         self.batched = op.tangent is not None and self._batched(extra)
+        #: x's complex leaves are differentiated along their real parts: the flat problem's first context
+        #: holds their imaginary parts (`diface._complex`, "real" mode)
+        self.imag = xi is not None and xi.mode == "real" and any(xi.complex_leaves)
+
+    def f_args(self, xv: Any, cv: tuple) -> tuple:
+        """f's arguments (x as a tree or array, then the user's context values) from the flat problem's."""
+        xi = self.xi
+        if xi is None:
+            return (xv, *cv)
+        if self.imag:
+            return (xi.unravel_traced(xv, cv[0]), *cv[1:])
+        return (xi.unravel_traced(xv), *cv)
+
+    def call_contexts(self, x: Any, leaves: list | None, contexts: tuple) -> tuple:
+        """The flat problem's contexts at a call: the imaginary parts of x's complex leaves first, in
+        "real" mode."""
+        xi = self.xi
+        if not self.imag or xi is None:
+            return contexts
+        if leaves is None:
+            leaves = xi.flattener.flatten(x)[0]
+        return (Constant(xi.imag_of(leaves)), *contexts)
 
     def _batched(self, extra: Any) -> bool:
         info = self.xi if self.op.tangent == "tx" else self.yi
@@ -292,6 +356,10 @@ class TreeCodec:
     def _blocks(self, d: Any, rows: TreeInfo | None, cols: TreeInfo | None, nrows: int, ncols: int) -> Any:
         ops = self.ops
         scipy_sparse = hasattr(d, "tocsr")
+        if rows is not None and any(rows.complex_leaves):  # complex outputs' rows as pairs: combined
+            m = d.tocsr() if scipy_sparse else ops.sparse_to_dense(d) if ops.is_sparse(d) else d
+            d = complex_rows(reshaped(m, (nrows, ncols)) if not scipy_sparse else m, rows.complex_leaves, rows.offsets)
+            nrows = rows.elem_offsets[-1]
         if self.output == "matrix":
             return d if scipy_sparse else reshaped(d, (nrows, ncols))
         if rows is None and cols is None:
@@ -305,8 +373,8 @@ class TreeCodec:
         # an array output (rows None) is one block of rows; an array x one block of columns
         r_shapes = rows.shapes if rows is not None else (self.y_shape,)
         c_shapes = cols.shapes if cols is not None else (self.x_shape,)
-        r_off = rows.offsets if rows is not None else (0, nrows)
-        c_off = cols.offsets if cols is not None else (0, ncols)
+        r_off = rows.elem_offsets if rows is not None else (0, nrows)
+        c_off = cols.elem_offsets if cols is not None else (0, ncols)
 
         def block(i: int, j: int) -> Any:
             b = m[r_off[i] : r_off[i + 1], c_off[j] : c_off[j + 1]]
@@ -361,8 +429,7 @@ class TreeCodec:
     def aux(self, xn: Any, cv: tuple, ops: ArrayOps, to_user: bool) -> Any:
         """f's auxiliary output at the native flat x and context values, by one plain evaluation of f with
         its arguments as the kernels give them; native arrays in it as NumPy arrays for NumPy input."""
-        x_tree = self.xi.unravel_traced(xn) if self.xi is not None else xn
-        aux = split_aux(self.f(x_tree, *cv), self.op.name)[1]
+        aux = split_aux(self.f(*self.f_args(xn, cv)), self.op.name)[1]
         if not to_user:
             return aux
         flattener = flattener_for(aux)

@@ -201,7 +201,7 @@ class Prep:
         one compiled program per variant where the array library compiles and the kernel can be traced
         into it (JAX: one `jit`); elsewhere the plain variant around the kernel's direct program."""
         codec, kernel, ops = self.codec, self.kernel, self.ops
-        if codec is None or codec.xi is None or self.to_user or self.delivery.layout is not None:
+        if codec is None or codec.xi is None or codec.imag or self.to_user or self.delivery.layout is not None:
             return None
         if self.same_point or self.op.tangent is not None:
             return None
@@ -350,6 +350,7 @@ class Prep:
             if check and self.strict and (not matched or extra is not None or contexts or y is not None):
                 self.check(x, extra, contexts, y)
             xf = codec.x_in(x, leaves, matched, name)
+            contexts = codec.call_contexts(x, leaves, contexts)
             if extra is not None:
                 tf = codec.tangents_in(extra, name)
             if y is not None:

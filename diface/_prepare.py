@@ -14,17 +14,20 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ._arrays import NUMPY, ops_for
 from ._backend import Backend, require_backend
 from ._codec import Flat, TreeCodec, make_codec, structured
+from ._complex import holomorphic_residual, holomorphy_error, holomorphy_tolerance
 from ._contexts import Constant, check_contexts
 from ._convert import check_floating, kind, native_context_value, native_tangent, native_x, snapshot
 from ._errors import ArgumentError, NotSupportedError, PreparationMismatchError, ShapeError
 from ._kernel import Kernel
-from ._optable import Operator
+from ._optable import OPERATORS, Operator
 from ._prep import Prep
 from ._prep_classes import PREP_CLASSES
 from ._problem import Problem, TreeOutput, dtype_of, shape_of, size_of
 from ._strict import Guard, labelled
+from ._trees import flattener_for
 
 __all__ = ["call", "prepare", "prepare_kernel"]
 
@@ -76,13 +79,15 @@ def prepare(
     backend.require()
 
     def flat_prep(codec: TreeCodec | None, flat: Flat) -> P:
+        if codec is not None and codec.imag:
+            _require_holomorphic(codec, f, backend, x, contexts, y, has_aux, where)
         return _prepare_flat(
             cls,
             flat.f,
             backend,
             flat.x,
             flat.extra,
-            contexts,
+            flat.contexts,
             flat.y,
             strict,
             same_point,
@@ -90,7 +95,7 @@ def prepare(
             options,
             where,
             codec=codec,
-            user=(f, x, extra, y),
+            user=(f, x, extra, y, contexts),
             has_aux=has_aux,
             output=output,
         )
@@ -98,7 +103,7 @@ def prepare(
     if structured(x, y, has_aux, output):
         codec, flat = make_codec(op, f, backend, x, extra, contexts, y, has_aux, output, where)
     else:
-        codec, flat = None, Flat(f, x, extra, y)
+        codec, flat = None, Flat(f, x, extra, y, contexts)
     try:
         return flat_prep(codec, flat)
     except TreeOutput as e:
@@ -164,6 +169,8 @@ def _prepare_flat(
     problem = Problem(f, xn, native_contexts, yn, ops, single_use=single_use)
     y_shape, y_dtype = problem.y_spec if yn is not None else backend.output_spec(problem)
     problem.set_y_spec(y_shape, y_dtype)
+    if codec is None and ops.is_complex(y_dtype):
+        raise TreeOutput(f"{where}: f returned complex values")  # prepared again, with a codec of pairs
     check_floating(ops, y_dtype, where, "f's output")
     if op.scalar_y and y_shape != ():
         raise ShapeError(
@@ -178,14 +185,14 @@ def _prepare_flat(
         )
     batch, native = _tangents(op, extra, ops, xn, problem, x_dtype, (y_shape, y_dtype), where)
     kernel = prepare_kernel(op, backend, problem, native, same_point, options)
-    user_f, user_x, user_extra, user_y = user
+    user_f, user_x, user_extra, user_y, user_contexts = user
     if codec is not None:
-        labels, values = codec.labelled(user_x, user_extra, contexts, user_y)
+        labels, values = codec.labelled(user_x, user_extra, user_contexts, user_y)
         what = "tree structure and every leaf's type, dtype and shape"
     else:
         labels, values = labelled(op.tangent, x, extra, contexts, y)
         what = "array type, dtype and shape of every argument"
-    guard = Guard(op.name, user_f, backend, labels, values, ops, same_point, contexts, what)
+    guard = Guard(op.name, user_f, backend, labels, values, ops, same_point, user_contexts, what)
 
     def remake() -> Kernel:
         return prepare_kernel(op, backend, problem, native, same_point, options)
@@ -208,8 +215,54 @@ def _prepare_flat(
         remake=remake,
     )
     if ops.compiles and not single_use:
-        _compile_every_variant(prep, user_x, user_extra, contexts, user_y)
+        _compile_every_variant(prep, user_x, user_extra, user_contexts, user_y)
     return prep
+
+
+def _require_holomorphic(
+    codec: TreeCodec, f: Callable, backend: Backend, x: Any, contexts: tuple, y: Any, has_aux: bool, where: str
+) -> None:
+    """Raise `NotSupportedError` unless f is holomorphic at x in its complex inputs: J(i·v) = i·J(v) for a
+    random v (zero on real leaves), from one batched pushforward of two tangents, to a tolerance that
+    leaves room for finite differences (`diface._complex`)."""
+    xi = codec.xi
+    assert xi is not None, "a codec with imaginary parts has a tree of x"
+    leaves = xi.flattener.flatten(x)[0]
+    rng = np.random.default_rng(0)
+    v_leaves, iv_leaves = [], []
+    for leaf, shape, is_complex in zip(leaves, xi.shapes, xi.complex_leaves):
+        ops = ops_for(leaf) or NUMPY
+        base = np.asarray(leaf) if isinstance(leaf, (complex, float, int, np.generic)) else leaf
+        if is_complex:
+            v = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+            v_leaves.append(ops.astype(ops.asarray(v, like=base), dtype_of(base)))
+            iv_leaves.append(ops.astype(ops.asarray(1j * v, like=base), dtype_of(base)))
+        else:
+            zero = ops.zeros(shape, dtype_of(base), like=base)
+            v_leaves.append(zero)
+            iv_leaves.append(zero)
+    tangents = (xi.unflatten(v_leaves), xi.unflatten(iv_leaves))
+    scratch = None if y is None else _copy_tree(y)
+    pushforward = OPERATORS["pushforward"]
+    products = call(pushforward, False, f, backend, x, tangents, contexts, None, None, scratch, has_aux=has_aux)
+    jv, jiv = products[0] if has_aux else products
+    residual = holomorphic_residual(_host_vector(jv), _host_vector(jiv))
+    real_dtype = xi.ops.to_numpy(xi.ops.zeros((), xi.dtype)).dtype
+    if residual > holomorphy_tolerance(real_dtype):
+        raise holomorphy_error(where, codec.op.name)
+
+
+def _host_vector(tree: Any) -> np.ndarray:
+    """A tree's (or an array's) leaves as one NumPy vector."""
+    leaves = flattener_for(tree).flatten(tree)[0]
+    return np.concatenate([np.ravel((ops_for(v) or NUMPY).to_numpy(v)) for v in leaves])
+
+
+def _copy_tree(tree: Any) -> Any:
+    """Copies of the buffers of an in-place f's y (the holomorphy check writes into them)."""
+    flattener = flattener_for(tree)
+    leaves, spec = flattener.flatten(tree)
+    return flattener.unflatten(spec, [(ops_for(v) or NUMPY).copy(v) for v in leaves])
 
 
 def _compile_every_variant(prep: Prep, x: Any, extra: Any, contexts: tuple, y: Any) -> None:

@@ -26,10 +26,13 @@ class TreeInfo:
         "_ravels",
         "_splits",
         "cast",
+        "complex_leaves",
         "dtype",
+        "elem_offsets",
         "flattener",
         "label",
         "leaf_specs",
+        "mode",
         "n",
         "offsets",
         "ops",
@@ -39,10 +42,17 @@ class TreeInfo:
         "spec",
     )
 
-    def __init__(self, tree: Any, label: str, where: str, one_library: bool = True) -> None:
+    def __init__(
+        self, tree: Any, label: str, where: str, one_library: bool = True, complex_mode: str | None = None
+    ) -> None:
+        """`complex_mode`: how complex leaves are held in the flat array (see `diface._complex`): None
+        refuses them, "pairs" holds (real, imaginary) pairs, "real" the real parts alone (the imaginary
+        parts travel beside it: `imag_of`)."""
         self.label = label
+        self.mode = complex_mode
         self.flattener = flattener_for(tree)
-        leaves, self.spec = self.flattener.flatten(tree)
+        raw, self.spec = self.flattener.flatten(tree)
+        leaves = _complex_numbers_as_arrays(raw) if complex_mode is not None else raw
         ops: ArrayOps | None = None
         arrays = []
         for i, leaf in enumerate(leaves):
@@ -63,6 +73,9 @@ class TreeInfo:
                     f"{ops.name} arrays; a tree's leaves must come from one array library"
                 )
             ops = leaf_ops
+            if complex_mode is not None and leaf_ops.is_complex(leaf.dtype):
+                arrays.append(leaf)
+                continue
             if not ops_floating(leaf_ops, leaf.dtype):
                 raise ArgumentError(
                     f"{where}: {self._path(tree, i)} has dtype {leaf.dtype}; differentiation needs floating-point "
@@ -71,15 +84,18 @@ class TreeInfo:
             arrays.append(leaf)
         self.ops = ops if ops is not None else NUMPY
         self.scalar_leaves = any(isinstance(v, SCALARS) for v in leaves)
-        self.leaf_specs = tuple(_spec(v) for v in leaves)
+        self.leaf_specs = tuple(_spec(v) for v in raw)
         self.shapes = tuple(() if isinstance(v, SCALARS) else tuple(v.shape) for v in leaves)
-        self.sizes = tuple(int(np.prod(s, dtype=np.int64)) for s in self.shapes)
-        offsets = [0]
-        for s in self.sizes:
-            offsets.append(offsets[-1] + s)
-        self.offsets = tuple(offsets)
-        self.n = offsets[-1]
-        dtypes = [v.dtype for v in arrays]
+        self.complex_leaves = tuple(not isinstance(v, SCALARS) and self.ops.is_complex(v.dtype) for v in leaves)
+        elem_sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
+        pairs = self.mode == "pairs"
+        #: the leaves' lengths in the flat array (a complex leaf's pairs take two places an element)
+        self.sizes = tuple(n * (2 if c and pairs else 1) for n, c in zip(elem_sizes, self.complex_leaves))
+        self.offsets = _offsets(self.sizes)
+        #: the leaves' offsets counted in elements (rows and columns of Jacobians, complex ones once)
+        self.elem_offsets = _offsets(elem_sizes)
+        self.n = self.offsets[-1]
+        dtypes = [self.ops.real_dtype(v.dtype) if self.ops.is_complex(v.dtype) else v.dtype for v in arrays]
         if not dtypes:
             dtypes = [np.dtype(np.float64)]
         dtype = dtypes[0]
@@ -169,6 +185,8 @@ class TreeInfo:
     def ravel_leaves(self, leaves: list, like: Any = None) -> Any:
         """The leaves as one 1-D array of the leaves' own library (NumPy leaves give a NumPy array
         whatever library the tree was described with), of the tree's dtype."""
+        if self.mode is not None:
+            leaves = _complex_numbers_as_arrays(leaves)
         ops = next((o for o in map(_array_ops_of, leaves) if o is not None), self.ops)
         if not leaves:
             return ops.zeros((0,), self._dtype_in(ops, self.dtype), like=like)
@@ -185,8 +203,13 @@ class TreeInfo:
         dtype = self._dtype_in(ops, self.dtype)
         cast = self.cast
 
+        complex_leaves, pairs = self.complex_leaves, self.mode == "pairs"
+
+        def real_form(v: Any, c: bool) -> Any:
+            return v if not c else ops.to_pairs(v) if pairs else ops.real(v)
+
         def ravel(leaves: list) -> Any:
-            parts = [ops.reshape(v, (-1,)) for v in leaves]
+            parts = [ops.reshape(real_form(v, c), (-1,)) for v, c in zip(leaves, complex_leaves)]
             if cast:
                 parts = [p if p.dtype == dtype else ops.astype(p, dtype) for p in parts]
             return parts[0] if len(parts) == 1 else ops.concat(parts)
@@ -199,12 +222,36 @@ class TreeInfo:
             return dtype
         return self.ops.to_numpy(self.ops.zeros((), dtype)).dtype
 
-    def unravel_traced(self, flat: Any) -> Any:
-        """A tree of views of `flat` (any engine's traced array): what f sees inside a flat problem."""
+    def imag_of(self, leaves: list, like: Any = None) -> Any:
+        """The imaginary parts of the complex leaves, raveled into one real 1-D array (the "real" mode's
+        companion of `ravel_leaves`)."""
+        leaves = _complex_numbers_as_arrays(leaves)
+        ops = next((o for o in map(_array_ops_of, leaves) if o is not None), self.ops)
+        parts = [ops.reshape(ops.imag(v), (-1,)) for v, c in zip(leaves, self.complex_leaves) if c]
+        return parts[0] if len(parts) == 1 else ops.concat(parts)
+
+    def unravel_traced(self, flat: Any, imag: Any = None) -> Any:
+        """A tree of views of `flat` (any engine's traced array): what f sees inside a flat problem. Complex
+        leaves are made of their pairs, or in "real" mode of `flat`'s real parts and `imag`."""
         ops = ops_for(flat)
         parts = ops.split(flat, self.sizes) if ops is not None else _slices(flat, self.offsets)
-        leaves = [reshaped(v, s) for v, s in zip(parts, self.shapes)]
+        if not any(self.complex_leaves):
+            return self.flattener.unflatten(self.spec, [reshaped(v, s) for v, s in zip(parts, self.shapes)])
+        leaves = []
+        imag_parts = iter(self._imag_parts(imag)) if self.mode == "real" else None
+        for v, s, c in zip(parts, self.shapes, self.complex_leaves):
+            if not c:
+                leaves.append(reshaped(v, s))
+            elif imag_parts is None:
+                leaves.append(_from_pairs(reshaped(v, (*s, 2))))
+            else:
+                leaves.append(reshaped(v, s) + 1j * reshaped(next(imag_parts), s))
         return self.flattener.unflatten(self.spec, leaves)
+
+    def _imag_parts(self, imag: Any) -> list:
+        sizes = tuple(n for n, c in zip(self.sizes, self.complex_leaves) if c)
+        ops = ops_for(imag)
+        return ops.split(imag, sizes) if ops is not None else _slices(imag, _offsets(sizes))
 
     def split(self, flat: Any) -> list:
         """`flat` (a result, 1-D) cut into leaves of the leaves' shapes (and dtypes)."""
@@ -217,9 +264,14 @@ class TreeInfo:
     def _make_split(self, ops: ArrayOps) -> Callable:
         offsets, shapes = self.offsets, self.shapes
         dtypes = [self._dtype_in(ops, spec[1]) for spec in self.leaf_specs] if self.cast else None
+        # "real" mode has no x-shaped results (its operators' results are Jacobians and y-shaped)
+        pairs = self.complex_leaves if self.mode == "pairs" else (False,) * len(shapes)
 
         def split(flat: Any) -> list:
-            leaves = [reshaped(flat[a:b], s) for a, b, s in zip(offsets, offsets[1:], shapes)]
+            leaves = [
+                ops.from_pairs(reshaped(flat[a:b], (*s, 2))) if c else reshaped(flat[a:b], s)
+                for a, b, s, c in zip(offsets, offsets[1:], shapes, pairs)
+            ]
             if dtypes is not None:
                 leaves = [v if d is None or v.dtype == d else ops.astype(v, d) for v, d in zip(leaves, dtypes)]
             return leaves
@@ -231,6 +283,24 @@ class TreeInfo:
 
     def unravel(self, flat: Any) -> Any:
         return self.unflatten(self.split(flat))
+
+
+def _complex_numbers_as_arrays(leaves: list) -> list:
+    """Complex numbers (Python's, NumPy's scalars) among `leaves` as 0-d NumPy arrays."""
+    return [np.asarray(v) if isinstance(v, (complex, np.complexfloating)) else v for v in leaves]
+
+
+def _offsets(sizes: Any) -> tuple[int, ...]:
+    offsets = [0]
+    for n in sizes:
+        offsets.append(offsets[-1] + n)
+    return tuple(offsets)
+
+
+def _from_pairs(v: Any) -> Any:
+    """The complex array of pairs `v` (any engine's traced array, or one no namespace owns: the tape's)."""
+    ops = ops_for(v)
+    return ops.from_pairs(v) if ops is not None else v[..., 0] + 1j * v[..., 1]
 
 
 def _slices(flat: Any, offsets: tuple) -> list:

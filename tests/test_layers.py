@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "diface._tree_info",
             "diface._signature",
             "diface._convert",
+            "diface._complex",
             "diface._engines",
             "diface._user_code",
             "diface._boundary",

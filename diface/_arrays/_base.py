@@ -105,6 +105,23 @@ class ArrayOps(abc.ABC):
     @abc.abstractmethod
     def imag(self, a: Any) -> Any: ...
 
+    def real(self, a: Any) -> Any:
+        return a.real
+
+    # complex numbers as pairs of reals (diface._complex) ------------------------------------------
+    def to_pairs(self, z: Any) -> Any:
+        """A complex array as a real one with a trailing axis of 2 (real, imaginary); differentiable
+        where `z` is traced."""
+        return self.stack([self.real(z), self.imag(z)], axis=-1)
+
+    def from_pairs(self, v: Any) -> Any:
+        """The complex array of a real one with a trailing axis of 2 (the inverse of `to_pairs`)."""
+        return v[..., 0] + 1j * v[..., 1]
+
+    def real_dtype(self, dtype: Any) -> Any:
+        """The real dtype of a complex `dtype` (`dtype` itself for a real one)."""
+        return self.real(self.zeros((), dtype)).dtype
+
     # writing ---------------------------------------------------------------------------------
     def copyto(self, dst: Any, src: Any) -> None:
         """Write `src` into the existing array `dst` (same shape)."""

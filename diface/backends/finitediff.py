@@ -173,6 +173,14 @@ class AutoFiniteDiff(Backend):
         problem.set_y_spec(shape_of(out)[1:], dtype_of(out))
         return problem.y_spec
 
+    def check_complex(self, where: str) -> None:
+        if self.method == "complex":
+            raise NotSupportedError(
+                f"{where}: AutoFiniteDiff(method='complex') steps into the complex plane of a real f, so it "
+                "cannot differentiate a function of complex inputs or outputs; use AutoFiniteDiff() (central "
+                "differences along the real and imaginary directions) or an exact engine"
+            )
+
     def array_ops(self, x: Any) -> ArrayOps:
         ops = ops_for(x)
         if ops is None:

@@ -64,6 +64,15 @@ class ArrayBoxOps(NumpyOps):
     def imag(self, a: Any) -> Any:
         return self.anp.imag(a)
 
+    def real(self, a: Any) -> Any:
+        return self.anp.real(a)
+
+    def to_pairs(self, z: Any) -> Any:
+        return self.anp.stack([self.anp.real(z), self.anp.imag(z)], axis=-1)
+
+    def from_pairs(self, v: Any) -> Any:
+        return v[..., 0] + 1j * v[..., 1]
+
     def equal(self, a: Any, b: Any) -> bool:
         return bool(np.array_equal(AG.getval(a), AG.getval(b)))
 

@@ -123,6 +123,18 @@ class JaxOps(ArrayOps):
     def imag(self, a: Any) -> Any:
         return self.jnp.imag(a)
 
+    def real(self, a: Any) -> Any:
+        return self.jnp.real(a)
+
+    def to_pairs(self, z: Any) -> Any:
+        return self.jnp.stack([self.jnp.real(z), self.jnp.imag(z)], axis=-1)
+
+    def from_pairs(self, v: Any) -> Any:
+        return self.jax.lax.complex(v[..., 0], v[..., 1])
+
+    def real_dtype(self, dtype: Any) -> Any:
+        return self.jnp.finfo(dtype).dtype
+
     def block_until_ready(self, a: Any) -> None:
         self.jax.block_until_ready(a)
 

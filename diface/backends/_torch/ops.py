@@ -216,6 +216,20 @@ class TorchOps(ArrayOps):
     def imag(self, a: Any) -> Any:
         return self.torch.imag(a)
 
+    def real(self, a: Any) -> Any:
+        return self.torch.real(a)
+
+    def to_pairs(self, z: Any) -> Any:
+        if not z.is_complex():
+            return self.torch.stack([z, self.torch.zeros_like(z)], dim=-1)
+        return self.torch.view_as_real(z.resolve_conj())
+
+    def from_pairs(self, v: Any) -> Any:
+        return self.torch.complex(v[..., 0], v[..., 1])
+
+    def real_dtype(self, dtype: Any) -> Any:
+        return self.torch.empty((), dtype=self._dtype(dtype)).real.dtype
+
     def check_writable(self, a: Any, label: str = "an out= buffer") -> None:
         """Raise `ArgumentError` unless results can be written into the tensor `a` (for the core to call
         on every out= buffer before writing any; `copyto` checks again)."""
