@@ -121,7 +121,7 @@ def make_codec(
     xf, imag = x, None
     if xi is not None:
         x_leaves = xi.flattener.flatten(x)[0]
-        xf = xi.ravel_leaves(x_leaves)
+        xf = _scalar_if(op.scalar_x, xi.ravel_leaves(x_leaves))
         if xi.mode == "real" and any(xi.complex_leaves):
             imag = xi.imag_of(x_leaves)
     if y is not None:
@@ -264,7 +264,7 @@ class TreeCodec:
             return x
         if not matched or leaves is None:
             leaves = xi.leaves_of(x, where)  # a clear error where the structure or a shape differs
-        return xi.ravel_leaves(leaves)
+        return _scalar_if(self.op.scalar_x, xi.ravel_leaves(leaves))
 
     def tangents_in(self, extra: Any, where: str) -> Any:
         info = self.xi if self.op.tangent == "tx" else self.yi
@@ -376,8 +376,13 @@ class TreeCodec:
         r_off = rows.elem_offsets if rows is not None else (0, nrows)
         c_off = cols.elem_offsets if cols is not None else (0, ncols)
 
+        combined = rows is not None and any(rows.complex_leaves)
+        real_cols = cols.complex_leaves if cols is not None else (False,)
+
         def block(i: int, j: int) -> Any:
             b = m[r_off[i] : r_off[i + 1], c_off[j] : c_off[j + 1]]
+            if combined and not rows.complex_leaves[i] and not real_cols[j]:  # real by real: real
+                b = b.real if scipy_sparse else ops.real(b)
             shape = r_shapes[i] + c_shapes[j]
             if scipy_sparse:
                 return b if len(shape) == 2 else b.toarray().reshape(shape)
@@ -435,6 +440,11 @@ class TreeCodec:
         flattener = flattener_for(aux)
         leaves, spec = flattener.flatten(aux)
         return flattener.unflatten(spec, [ops.to_numpy(v) if ops.is_native(v) else v for v in leaves])
+
+
+def _scalar_if(scalar: bool, flat: Any) -> Any:
+    """The flat x of an operator of scalar x (a complex number's real part) as a 0-d array."""
+    return reshaped(flat, ()) if scalar else flat
 
 
 def _flat(d: Any) -> Any:

@@ -233,6 +233,8 @@ class TreeInfo:
     def unravel_traced(self, flat: Any, imag: Any = None) -> Any:
         """A tree of views of `flat` (any engine's traced array): what f sees inside a flat problem. Complex
         leaves are made of their pairs, or in "real" mode of `flat`'s real parts and `imag`."""
+        if getattr(flat, "ndim", 1) == 0:  # the real part of a complex scalar x (derivative)
+            flat = reshaped(flat, (1,))
         ops = ops_for(flat)
         parts = ops.split(flat, self.sizes) if ops is not None else _slices(flat, self.offsets)
         if not any(self.complex_leaves):

@@ -125,12 +125,12 @@ class NumpyOps(ArrayOps):
         return np.real(a)
 
     def to_pairs(self, z: Any) -> Any:
-        if type(z) is np.ndarray and z.flags.c_contiguous and z.dtype.kind == "c":  # a view: no copy
+        if type(z) is np.ndarray and z.ndim and z.flags.c_contiguous and z.dtype.kind == "c":  # a view: no copy
             return z.view(np.finfo(z.dtype).dtype).reshape((*z.shape, 2))
         return np.stack([np.real(z), np.imag(z)], axis=-1)
 
     def from_pairs(self, v: Any) -> Any:
-        if type(v) is np.ndarray and v.flags.c_contiguous and v.dtype in (np.float64, np.float32):
+        if type(v) is np.ndarray and v.ndim > 1 and v.flags.c_contiguous and v.dtype in (np.float64, np.float32):
             return v.view(np.result_type(v.dtype, np.complex64))[..., 0]
         return v[..., 0] + 1j * v[..., 1]
 
