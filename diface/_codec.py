@@ -376,12 +376,12 @@ class TreeCodec:
         r_off = rows.elem_offsets if rows is not None else (0, nrows)
         c_off = cols.elem_offsets if cols is not None else (0, ncols)
 
-        combined = rows is not None and any(rows.complex_leaves)
+        complex_rows_of = rows.complex_leaves if rows is not None and any(rows.complex_leaves) else None
         real_cols = cols.complex_leaves if cols is not None else (False,)
 
         def block(i: int, j: int) -> Any:
             b = m[r_off[i] : r_off[i + 1], c_off[j] : c_off[j + 1]]
-            if combined and not rows.complex_leaves[i] and not real_cols[j]:  # real by real: real
+            if complex_rows_of is not None and not complex_rows_of[i] and not real_cols[j]:  # real by real
                 b = b.real if scipy_sparse else ops.real(b)
             shape = r_shapes[i] + c_shapes[j]
             if scipy_sparse:
