@@ -145,7 +145,7 @@ def make_codec(
     if y is not None:
 
         def f_flat_inplace(yv: Any, xv: Any, *cv: Any) -> None:
-            f(yi.unravel_traced(yv) if yi is not None else yv, *args(xv, cv))
+            f(yi.unravel_traced(yv, views=True) if yi is not None else yv, *args(xv, cv))
 
         f_flat: Callable = f_flat_inplace
     else:
@@ -382,7 +382,7 @@ class TreeCodec:
         def block(i: int, j: int) -> Any:
             b = m[r_off[i] : r_off[i + 1], c_off[j] : c_off[j + 1]]
             if complex_rows_of is not None and not complex_rows_of[i] and not real_cols[j]:  # real by real
-                b = b.real if scipy_sparse else ops.real(b)
+                b = b.real if scipy_sparse else (ops_for(b) or NUMPY).real(b)
             shape = r_shapes[i] + c_shapes[j]
             if scipy_sparse:
                 return b if len(shape) == 2 else b.toarray().reshape(shape)

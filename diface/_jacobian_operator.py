@@ -8,6 +8,11 @@ the columns of a matrix in one batched call.
 Vectors are flat: J has shape `(y.size, x.size)`; `matvec` takes `(x.size,)` (or `(x.size, 1)`) and
 returns `(y.size,)`; `matmat` takes `(x.size, k)` and returns `(y.size, k)`; `rmatvec` and `rmatmat` the
 other way round.
+
+Complex numbers (SPEC.md): J is the complex derivative ∂f/∂z, a complex matrix, and `rmatvec` its
+conjugate transpose (the pullback). For complex x it describes f only where f is holomorphic, which is
+checked when the operator is made (as `jacobian` does); for a real x with complex outputs, products with
+complex vectors apply J to their real and imaginary parts.
 """
 
 from __future__ import annotations
@@ -19,9 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._backend import Backend
+from ._complex import has_complex_dtype
 from ._contexts import Context
 from ._operators import prepare_pullback_same_point, prepare_pushforward_same_point
+from ._prepare import require_holomorphic
 from ._problem import size_of
+from ._tree_info import TreeInfo
 
 if TYPE_CHECKING:
     from ._prep_classes import PullbackPrep
@@ -40,11 +48,24 @@ class JacobianOperator:
 
     def __init__(self, f: Callable, backend: Backend, x: Any, contexts: tuple) -> None:
         self._f, self._backend, self._x, self._contexts = f, backend, x, contexts
+        self._x_complex = has_complex_dtype(x)
+        if self._x_complex:  # J is the complex derivative: a complex matrix only for holomorphic f
+            xi = TreeInfo(x, "x", "jacobian_operator", complex_mode="real")
+            require_holomorphic(xi, f, backend, x, contexts, None, False, "jacobian_operator", "jacobian_operator")
         self._push = prepare_pushforward_same_point(f, backend, x, (x,), *contexts, strict=False)
         self._pull: PullbackPrep | None = None
-        self.x_shape, self.y_shape = self._push.x_shape, self._push.y_shape
+        y = self._push.value_and_pushforward(x, (x,), *contexts)[0]
+        self._y_complex = has_complex_dtype(y)
+        self.x_shape, self.y_shape = tuple(x.shape), tuple(y.shape)
+        self._y_dtype = y.dtype
         self.shape = (size_of(self.y_shape), size_of(self.x_shape))
-        self.dtype = self._push.user_dtype
+        self.dtype = (
+            self._push.ops.result_type(x.dtype, y.dtype)
+            if not self._push.user_numpy
+            else np.result_type(x.dtype, y.dtype)
+        )
+        #: a real x with complex outputs: J is complex, products with complex vectors act on their parts
+        self._split = self._y_complex and not self._x_complex
 
     # -- products ----------------------------------------------------------------------------------
     def matvec(self, v: Any) -> Any:
@@ -75,10 +96,21 @@ class JacobianOperator:
 
     # -- helpers -----------------------------------------------------------------------------------
     def _products(self, forward: bool, tangents: list) -> tuple:
+        if self._split:  # J (a + ib) = Ja + i Jb;  Jᴴ w = pullback(w) + i pullback(-i w) (x real)
+            ops = np if self._push.user_numpy else self._push.ops
+            if forward:
+                parts = [p for t in tangents for p in (ops.real(t), ops.imag(t))]
+            else:
+                parts = [p for w in tangents for p in (w, -1j * w)]
+            done = self._linear_products(forward, parts)
+            return tuple(a + 1j * b for a, b in zip(done[0::2], done[1::2]))
+        return self._linear_products(forward, tangents)
+
+    def _linear_products(self, forward: bool, tangents: list) -> tuple:
         if forward:
             return self._push.pushforward(self._x, tuple(tangents), *self._contexts)
         if self._pull is None:  # the reverse linearization, made on the first transposed product
-            seed = self._zeros(self.y_shape, self._push.y_dtype, self._x)
+            seed = self._zeros(self.y_shape, self._y_dtype, self._x)
             self._pull = prepare_pullback_same_point(
                 self._f, self._backend, self._x, (seed,), *self._contexts, strict=False
             )
@@ -100,7 +132,12 @@ class JacobianOperator:
 
     def _zeros(self, shape: tuple, dtype: Any, like: Any) -> Any:
         if self._push.user_numpy:
-            return np.zeros(shape, self._push.ops.to_numpy(self._push.ops.zeros((), dtype)).dtype)
+            return np.zeros(
+                shape,
+                dtype
+                if isinstance(dtype, np.dtype)
+                else self._push.ops.to_numpy(self._push.ops.zeros((), dtype)).dtype,
+            )
         return self._push.ops.zeros(shape, dtype, like)
 
 

@@ -27,9 +27,10 @@ from ._prep import Prep
 from ._prep_classes import PREP_CLASSES
 from ._problem import Problem, TreeOutput, dtype_of, shape_of, size_of
 from ._strict import Guard, labelled
+from ._tree_info import TreeInfo
 from ._trees import flattener_for
 
-__all__ = ["call", "prepare", "prepare_kernel"]
+__all__ = ["call", "prepare", "prepare_kernel", "require_holomorphic"]
 
 P = TypeVar("P", bound=Prep)
 
@@ -79,8 +80,8 @@ def prepare(
     backend.require()
 
     def flat_prep(codec: TreeCodec | None, flat: Flat) -> P:
-        if codec is not None and codec.imag:
-            _require_holomorphic(codec, f, backend, x, contexts, y, has_aux, where)
+        if codec is not None and codec.imag and codec.xi is not None:
+            require_holomorphic(codec.xi, f, backend, x, contexts, y, has_aux, where, op.name)
         return _prepare_flat(
             cls,
             flat.f,
@@ -219,14 +220,20 @@ def _prepare_flat(
     return prep
 
 
-def _require_holomorphic(
-    codec: TreeCodec, f: Callable, backend: Backend, x: Any, contexts: tuple, y: Any, has_aux: bool, where: str
+def require_holomorphic(
+    xi: TreeInfo,
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    contexts: tuple,
+    y: Any,
+    has_aux: bool,
+    where: str,
+    op_name: str,
 ) -> None:
-    """Raise `NotSupportedError` unless f is holomorphic at x in its complex inputs: J(i·v) = i·J(v) for a
-    random v (zero on real leaves), from one batched pushforward of two tangents, to a tolerance that
-    leaves room for finite differences (`diface._complex`)."""
-    xi = codec.xi
-    assert xi is not None, "a codec with imaginary parts has a tree of x"
+    """Raise `NotSupportedError` unless f is holomorphic at x in its complex inputs (`xi`: x's tree):
+    J(i·v) = i·J(v) for a random v (zero on real leaves), from one batched pushforward of two tangents,
+    to a tolerance that leaves room for finite differences (`diface._complex`)."""
     leaves = xi.flattener.flatten(x)[0]
     rng = np.random.default_rng(0)
     v_leaves, iv_leaves = [], []
@@ -249,7 +256,7 @@ def _require_holomorphic(
     residual = holomorphic_residual(_host_vector(jv), _host_vector(jiv))
     real_dtype = xi.ops.to_numpy(xi.ops.zeros((), xi.dtype)).dtype
     if residual > holomorphy_tolerance(real_dtype):
-        raise holomorphy_error(where, codec.op.name)
+        raise holomorphy_error(where, op_name)
 
 
 def _host_vector(tree: Any) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ._arrays import NUMPY, ArrayOps, ops_for, reshaped
-from ._errors import ArgumentError, ShapeError
+from ._errors import ArgumentError, NotSupportedError, ShapeError
 from ._trees import SCALARS, flattener_for, tree_paths
 
 __all__ = ["TreeInfo", "ops_floating", "ravel"]
@@ -230,9 +230,10 @@ class TreeInfo:
         parts = [ops.reshape(ops.imag(v), (-1,)) for v, c in zip(leaves, self.complex_leaves) if c]
         return parts[0] if len(parts) == 1 else ops.concat(parts)
 
-    def unravel_traced(self, flat: Any, imag: Any = None) -> Any:
+    def unravel_traced(self, flat: Any, imag: Any = None, views: bool = False) -> Any:
         """A tree of views of `flat` (any engine's traced array): what f sees inside a flat problem. Complex
-        leaves are made of their pairs, or in "real" mode of `flat`'s real parts and `imag`."""
+        leaves are made of their pairs, or in "real" mode of `flat`'s real parts and `imag`; `views`: they
+        must share `flat`'s memory (the output buffers of an in-place f)."""
         if getattr(flat, "ndim", 1) == 0:  # the real part of a complex scalar x (derivative)
             flat = reshaped(flat, (1,))
         ops = ops_for(flat)
@@ -244,6 +245,8 @@ class TreeInfo:
         for v, s, c in zip(parts, self.shapes, self.complex_leaves):
             if not c:
                 leaves.append(reshaped(v, s))
+            elif views:
+                leaves.append(_pairs_view(reshaped(v, (*s, 2))))
             elif imag_parts is None:
                 leaves.append(_from_pairs(reshaped(v, (*s, 2))))
             else:
@@ -303,6 +306,15 @@ def _from_pairs(v: Any) -> Any:
     """The complex array of pairs `v` (any engine's traced array, or one no namespace owns: the tape's)."""
     ops = ops_for(v)
     return ops.from_pairs(v) if ops is not None else v[..., 0] + 1j * v[..., 1]
+
+
+def _pairs_view(v: Any) -> Any:
+    ops = ops_for(v)
+    if ops is None:
+        raise NotSupportedError(
+            f"an in-place f cannot write complex values into a {type(v).__name__}: write f to return its output"
+        )
+    return ops.pairs_view(v)
 
 
 def _slices(flat: Any, offsets: tuple) -> list:

@@ -118,6 +118,16 @@ class ArrayOps(abc.ABC):
         """The complex array of a real one with a trailing axis of 2 (the inverse of `to_pairs`)."""
         return v[..., 0] + 1j * v[..., 1]
 
+    def pairs_view(self, v: Any) -> Any:
+        """The complex array of pairs `v` as a view sharing `v`'s memory (what an in-place f writes into);
+        `NotSupportedError` where the library has no such view."""
+        from .._errors import NotSupportedError
+
+        raise NotSupportedError(
+            f"{self.name} arrays have no complex view of real pairs, so an in-place f cannot write complex "
+            "values here; write f to return its output"
+        )
+
     def real_dtype(self, dtype: Any) -> Any:
         """The real dtype of a complex `dtype` (`dtype` itself for a real one)."""
         return self.real(self.zeros((), dtype)).dtype

@@ -227,6 +227,9 @@ class TorchOps(ArrayOps):
     def from_pairs(self, v: Any) -> Any:
         return self.torch.complex(v[..., 0], v[..., 1])
 
+    def pairs_view(self, v: Any) -> Any:
+        return self.torch.view_as_complex(v)
+
     def real_dtype(self, dtype: Any) -> Any:
         return self.torch.empty((), dtype=self._dtype(dtype)).real.dtype
 
