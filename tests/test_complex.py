@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import HAS_AUTOGRAD, HAS_JAX, HAS_TORCH
 
 import diface as di
+from conftest import HAS_AUTOGRAD, HAS_JAX, HAS_TORCH
 
 FD = di.AutoFiniteDiff
 C = 0.4 - 0.7j
