@@ -8,13 +8,14 @@
 from .._engines import Engine, engine_of, engines, namespace_of, register_engine
 from .._user_code import register_user_code
 from ._agreement import Agreement, AgreementRow, check_agreement
-from ._check import Failure, check_operator, tolerances
+from ._check import Failure, check_operator, check_refusal, tolerances
 from ._complex import complex_intermediate_scenarios
+from ._complex_scenarios import ComplexScenario, complex_scenarios
 from ._compositions import COMPOSITIONS, Cell, Outcome, check_cell, composition_cells, run_compositions
 from ._deviations import known_deviation, known_unsupported, register_deviation, register_unsupported
 from ._kit import Report, Row, all_scenarios, benchmark_differentiation, test_differentiation
 from ._layouts import LAYOUTS, Layout, edge_scenarios, layout_scenarios
-from ._scenarios import Scenario, default_scenarios
+from ._scenarios import Refusal, Scenario, default_scenarios
 from ._structural import structural_scenarios
 from ._threads import check_threads
 from ._tree_scenarios import TreeScenario, check_tree_operator, tree_scenarios
@@ -32,10 +33,12 @@ __all__ = [
     "AgreementRow",
     "LAYOUTS",
     "Cell",
+    "ComplexScenario",
     "Engine",
     "Failure",
     "Layout",
     "Outcome",
+    "Refusal",
     "Report",
     "Row",
     "Scenario",
@@ -45,9 +48,11 @@ __all__ = [
     "check_agreement",
     "check_cell",
     "check_operator",
+    "check_refusal",
     "check_threads",
     "check_tree_operator",
     "complex_intermediate_scenarios",
+    "complex_scenarios",
     "composition_cells",
     "default_scenarios",
     "edge_scenarios",

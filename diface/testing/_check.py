@@ -13,7 +13,7 @@ from .._engines import namespace_of
 from .._optable import OPERATORS
 from ._scenarios import Scenario
 
-__all__ = ["Failure", "check_operator", "tolerances"]
+__all__ = ["Failure", "check_operator", "check_refusal", "tolerances"]
 
 #: operators whose results are second derivatives (looser tolerance for finite differences)
 SECOND_ORDER = ("hessian", "hvp", "second_derivative")
@@ -56,10 +56,15 @@ def _tangents(scenario: Scenario, operator: str, seed: int, batch: int | None) -
     shape = scenario.x_shape if like_x else scenario.y_shape
     dtype = scenario.dtype if like_x else _y_dtype(scenario)
     rng = np.random.default_rng(seed)
-    ts = tuple(
-        scenario.arrange(rng.standard_normal(shape).astype(dtype)) if shape else dtype.type(rng.standard_normal())
-        for _ in range(batch or 1)
-    )
+
+    def draw() -> Any:
+        # complex tangents of x's or y's complex dtype: independent real and imaginary parts
+        t = rng.standard_normal(shape)
+        if dtype.kind == "c":
+            t = t + 1j * rng.standard_normal(shape)
+        return scenario.arrange(np.asarray(t).astype(dtype)) if shape else dtype.type(t)
+
+    ts = tuple(draw() for _ in range(batch or 1))
     return ts if batch else ts[0]
 
 
@@ -83,12 +88,14 @@ def _same(a: Any, b: Any) -> bool:
     return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
 
 
-def _compare(got: Any, want: Any, rtol: float, atol: float) -> str | None:
+def _compare(got: Any, want: Any, rtol: float, atol: float, precision: Any = None) -> str | None:
+    """What differs between `got` and `want` (None: they agree). With `precision` (a real dtype), `got`
+    must also have that precision, complex where `want` is complex and real where it is real."""
     if isinstance(want, tuple):
         if not isinstance(got, tuple) or len(got) != len(want):
             return f"expected a tuple of {len(want)} results, got {type(got).__name__}"
         for i, (g, w) in enumerate(zip(got, want)):
-            problem = _compare(g, w, rtol, atol)
+            problem = _compare(g, w, rtol, atol, precision)
             if problem:
                 return f"[{i}] {problem}"
         return None
@@ -98,6 +105,8 @@ def _compare(got: Any, want: Any, rtol: float, atol: float) -> str | None:
     want = np.asarray(want)
     if got.shape != want.shape:
         return f"shape {got.shape}, expected {want.shape}"
+    if precision is not None and got.dtype != _kind_of(want, precision):
+        return f"dtype {got.dtype}, expected {_kind_of(want, precision)}"
     if not np.allclose(got, want, rtol=rtol, atol=atol):
         err = np.max(np.abs(got - want))
         return (
@@ -107,11 +116,52 @@ def _compare(got: Any, want: Any, rtol: float, atol: float) -> str | None:
     return None
 
 
+def _kind_of(want: Any, precision: Any) -> np.dtype:
+    """The dtype of `precision` (a real dtype), complex where `want` is complex."""
+    return np.result_type(precision, np.complex64) if np.iscomplexobj(want) else np.dtype(precision)
+
+
 def _garbage_like(a: Any, scenario: Scenario, dtype: Any) -> Any:
-    """`out=` buffers for results like `a`, full of NaN, in the scenario's layout where it can be written."""
+    """`out=` buffers for results like `a`, full of NaN, in the scenario's layout where it can be written
+    (of `dtype`, or where the scenario fixes the results' precision, of the reference's kind in it)."""
     if isinstance(a, tuple):
         return tuple(_garbage_like(v, scenario, dtype) for v in a)
+    precision = scenario.result_precision()
+    dtype = dtype if precision is None else _kind_of(a, precision)
     return scenario.arrange(np.full(np.shape(a), np.nan, dtype=dtype), buffer=True)
+
+
+def check_refusal(backend: Any, scenario: Scenario, operator: str) -> list[Failure]:
+    """`operator` must be refused on `scenario` (`scenario.refusals()`): the plain and full calls,
+    unprepared, and the preparation each raise the refusal's error; a number is a failure."""
+    refusal = scenario.refusals()[operator]
+    spec = OPERATORS[operator]
+    f = scenario.bind(namespace_of(backend))
+    extra = () if spec.tangent is None else (_tangents(scenario, operator, 1, None),)
+    prep_extra = () if spec.tangent is None else (_tangents(scenario, operator, 2, None),)
+    calls = {
+        operator: lambda: getattr(ops, operator)(f, backend, scenario.fresh_x(), *extra, *scenario.make_contexts()),
+        spec.full_name: lambda: getattr(ops, spec.full_name)(
+            f, backend, scenario.fresh_x(), *extra, *scenario.make_contexts()
+        ),
+        f"prepare_{operator}": lambda: getattr(ops, f"prepare_{operator}")(
+            f, backend, scenario.prep_x, *prep_extra, *scenario.make_contexts(prep=True)
+        ),
+    }
+    failures = []
+    want = refusal.error.__name__
+    for variant, call in calls.items():
+        try:
+            call()
+        except refusal.error:
+            continue
+        except Exception as e:
+            message = f"raised {type(e).__name__}: {e}; expected {want} ({refusal.reason})"
+            failures.append(Failure(backend.label(), scenario.name, operator, f"{variant}, refusal", message, e))
+            continue
+        message = f"returned a result; expected {want} ({refusal.reason})"
+        failures.append(Failure(backend.label(), scenario.name, operator, f"{variant}, refusal", message))
+    return failures
 
 
 def check_operator(
@@ -122,7 +172,10 @@ def check_operator(
     through the prep's own methods), single and batched tangents; each call made twice. Checks the
     results against the analytic references, that `out=` buffers are the ones returned, that inputs,
     tangents and Constant contexts are left intact, and that an in-place function leaves f(x) in y.
+    An operator the scenario must refuse (`Scenario.refusals`) is checked by `check_refusal` instead.
     """
+    if operator in scenario.refusals():
+        return check_refusal(backend, scenario, operator)
     default_rtol, default_atol = tolerances(backend, operator, scenario.dtype)
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
@@ -134,6 +187,7 @@ def check_operator(
     failures: list[Failure] = []
     value = scenario.value()
     y_dtype, result_dtype = _y_dtype(scenario), _result_dtype(scenario)
+    precision = scenario.result_precision()
 
     def fail(variant: str, message: str, error: BaseException | None = None) -> None:
         failures.append(Failure(backend.label(), scenario.name, operator, variant, message, error))
@@ -211,7 +265,7 @@ def check_operator(
                             if problem:
                                 fail(variant, f"value: {problem}")
                             got = got[1:]
-                        problem = _compare(tuple(got), tuple(want), rtol, atol)
+                        problem = _compare(tuple(got), tuple(want), rtol, atol, precision)
                         if problem:
                             fail(variant, problem)
                         if with_out:

@@ -33,9 +33,11 @@ class Row:
     """The outcome of one backend on one scenario and operator.
 
     `status` is "pass", "fail", "xfail" (a known engine limit, with its `reason`; the failures are
-    kept), "unsupported" (a case the engine is known to refuse, with the `reason`, where every failing
-    call raised `NotSupportedError`), "xpass" (a known limit or refusal that did not show), or "n/a"
-    (the scenario cannot run on the backend, with the `reason`).
+    kept), "refused" (an operator the scenario says every backend must refuse, `Scenario.refusals`:
+    every call and the preparation raised the error expected), "unsupported" (a case the engine is
+    known to refuse, with the `reason`, where every failing call raised `NotSupportedError`), "xpass"
+    (a known limit or refusal that did not show), or "n/a" (the scenario cannot run on the backend,
+    with the `reason`).
     """
 
     backend: str
@@ -96,12 +98,21 @@ COMPLEX_STEP = (
 )
 
 
+#: why the complex step is not checked on complex inputs and outputs
+COMPLEX_STEP_IO = (
+    "the complex step differentiates a real f of real x by stepping into the complex plane: with complex x "
+    "or complex f(x) the step's imaginary part mixes with the values' own, so it is not run here"
+)
+
+
 def applicable(backend: Any, scenario: Scenario) -> str | None:
     """Why `scenario` cannot run on `backend` (None if it can)."""
     if scenario.mutates and not backend.supports_inplace:
         return "the engine cannot run functions that write into arrays (in-place output or Cache)"
     if "complex" in scenario.needs and _complex_step(backend):
         return COMPLEX_STEP
+    if "complex io" in scenario.needs and _complex_step(backend):
+        return COMPLEX_STEP_IO
     return None
 
 
@@ -122,7 +133,8 @@ def dot_product_check(backend: Any, scenario: Scenario, rtol: float, atol: float
         jty = ops.pullback(f, backend, scenario.x, ty, *scenario.make_contexts(), **kwargs)
     except Exception as e:
         return [Failure(backend.label(), scenario.name, DOT_PRODUCT, "", f"raised {type(e).__name__}: {e}", e)]
-    left, right = float(np.sum(ty * np.asarray(jtx))), float(np.sum(np.asarray(jty) * tx))
+    # the real inner product <u, v> = Re sum conj(u) v (the plain sum of products for real arrays)
+    left, right = float(np.real(np.vdot(ty, jtx))), float(np.real(np.vdot(jty, tx)))
     scale = max(abs(left), abs(right), 1.0)
     if abs(left - right) > atol + rtol * scale:
         return [
@@ -158,8 +170,8 @@ def test_differentiation(
     edge scenarios), every variant of every applicable operator runs unprepared and prepared at the
     scenario's other point, each call twice; inputs must stay intact; the dot-product identity
     `<ty, J tx> = <J^T ty, tx>` is checked wherever pushforward and pullback both apply. With
-    `threads` > 1, every operator of every scenario that is not a layout variant also runs from that
-    many threads sharing one preparation, `thread_calls` calls each (`check_threads`), reported as
+    `threads` > 1, every operator (but those refused) of every scenario that is not a layout variant
+    also runs from that many threads sharing one preparation, `thread_calls` calls each (`check_threads`), reported as
     the check "threads". Tolerances default to each backend's accuracy (see `tolerances`). Known
     engine limits (`known_deviations(backend, scenario)` gives the reason, or None; default: the kit's
     register, `diface.testing.known_deviation`) are reported as expected failures ("xfail") with their
@@ -237,9 +249,14 @@ def run_checks(
                     )
                     rows.append(Row(name, scenario.name, op, status, failures, reason or deviation or ""))
                 continue
+            refused = scenario.refusals()
             if "pushforward" in checks and "pullback" in checks:
                 checks.append(DOT_PRODUCT)
-            thread_ops = [op for op in checks if op != DOT_PRODUCT] if threads > 1 and scenario.layout is None else []
+            thread_ops = (
+                [op for op in checks if op != DOT_PRODUCT and op not in refused]
+                if threads > 1 and scenario.layout is None
+                else []
+            )
             if thread_ops:
                 checks.append(THREADS)
             for op in checks:
@@ -258,10 +275,14 @@ def run_checks(
                     ]
                 else:
                     failures = check_operator(backend, scenario, op, rtol=r_tol, atol=a_tol)
+                if op in refused:  # every backend must refuse it: checked to raise, never a number
+                    status = "fail" if failures else "refused"
+                    rows.append(Row(name, scenario.name, op, status, failures, refused[op].reason))
+                    continue
                 refusal = (unsupported or known_unsupported)(backend, scenario, op)
                 if refusal:
-                    refused = all(isinstance(f.error, NotSupportedError) for f in failures)
-                    status = ("unsupported" if refused else "fail") if failures else "xpass"
+                    raised = all(isinstance(f.error, NotSupportedError) for f in failures)
+                    status = ("unsupported" if raised else "fail") if failures else "xpass"
                 elif deviation:
                     status = "xfail" if failures else "xpass"
                 else:
@@ -298,7 +319,7 @@ def benchmark_differentiation(
             if applicable(backend, scenario):
                 continue
             for op in scenario.operators():
-                if op in wanted:
+                if op in wanted and op not in scenario.refusals():
                     rows += _time_operator(backend, scenario, op, repeat)
     return rows
 

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._contexts import Cache, Constant, Context
+from .._errors import NotSupportedError
 
-__all__ = ["Scenario", "default_scenarios"]
+__all__ = ["Refusal", "Scenario", "default_scenarios"]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An operator every backend must refuse on a scenario: each call and preparation raises `error`
+    (for `reason`); a number, right or wrong, is a failure."""
+
+    reason: str
+    error: type[Exception] = NotSupportedError
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +63,8 @@ class Scenario:
     #: real f(x)), "fft" (`xp.fft`); engines known to raise `NotSupportedError` there are registered
     #: with `diface.testing.register_unsupported`
     needs: frozenset[str] = frozenset()
+    #: operators every backend must refuse (operator -> `Refusal`): the kit checks that they raise
+    refuses: Mapping[str, Refusal] = field(default_factory=dict)
     _bound: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
@@ -125,8 +137,16 @@ class Scenario:
     def scalar_y(self) -> bool:
         return self.y_shape == ()
 
+    def refusals(self) -> dict[str, Refusal]:
+        """The operators every backend must refuse here, with why and the error expected."""
+        return dict(self.refuses)
+
+    def result_precision(self) -> np.dtype | None:
+        """The real dtype whose real or complex counterpart results must have (None: not checked)."""
+        return None
+
     def operators(self) -> list[str]:
-        """The operators that apply to this scenario."""
+        """The operators that apply to this scenario (those it must refuse included)."""
         ops = ["pushforward", "pullback", "jacobian"]
         if self.scalar_x:
             ops.append("derivative")
@@ -137,7 +157,7 @@ class Scenario:
                 ops += ["hvp", "hessian"]
             if self.scalar_x and self.second_derivative is not None:
                 ops.append("second_derivative")
-        return ops
+        return ops + [op for op in self.refuses if op not in ops]
 
     def expected(self, op: str, x: Any = None, tangents: tuple = ()) -> tuple:
         """The reference results of `op`'s full variant at `x`, as a tuple (without the value)."""
