@@ -383,8 +383,12 @@ class Prep:
             codec.y_back(y, yf, name)
         results = codec.decode_all(self.delivery.deliver(r, full, batched, None, yf), full)
         if out_levels is not None:
-            written = codec.write(name, out_levels, results if full else (results,))
-            results = written if full else written[0]
+            if not full:
+                results = codec.write(name, out_levels, (results,))[0]
+            elif self.op.value_first:  # out= holds the derivatives, not the value
+                results = (results[0], *codec.write(name, out_levels, results[1:]))
+            else:
+                results = codec.write(name, out_levels, results)
         if full and y is not None and self.op.value_first:
             results = (y, *results[1:])
         if not self.has_aux:

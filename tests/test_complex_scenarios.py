@@ -197,7 +197,7 @@ JAX_SUBSET = (
 
 def _engines() -> list[tuple[object, list]]:
     """(backend, scenarios) pairs."""
-    out: list[tuple[object, list]] = [(FD(), SCENARIOS), (FD("complex"), SCENARIOS[:3])]
+    out: list[tuple[object, list]] = [(FD(), SCENARIOS), (FD("complex"), FIRST_THREE)]
     out += [(di.AutoTape(m), SCENARIOS) for m in ("forward", "reverse")]
     if HAS_AUTOGRAD:
         out += [(di.AutoAutograd(m), SCENARIOS) for m in ("forward", "reverse")]
@@ -206,6 +206,10 @@ def _engines() -> list[tuple[object, list]]:
     if HAS_JAX:
         out += [(di.AutoJAX(m), [BY_NAME[n] for n in JAX_SUBSET]) for m in ("forward", "reverse")]
     return out
+
+
+#: the complex step's few scenarios (all n/a: it cannot step into complex inputs or outputs)
+FIRST_THREE = SCENARIOS[:3]
 
 
 def _second_order() -> list:
@@ -232,7 +236,7 @@ def test_every_engine_is_right_or_refuses(backend, scenarios):
     report = test_differentiation([backend], scenarios, threads=threads)  # raises on any wrong number
     by_status = _statuses(report)
     assert set(by_status) <= {"pass", "refused", "unsupported", "n/a"}, sorted(by_status)
-    assert "refused" in by_status or scenarios is SCENARIOS[:3]
+    assert "refused" in by_status or scenarios is FIRST_THREE
     for row in by_status.get("unsupported", []):  # autograd's forward mode through an FFT
         assert isinstance(backend, di.AutoAutograd) and "fft" in BY_NAME[row.scenario].needs
     assert {r.reason for r in by_status.get("n/a", [])} <= {COMPLEX_STEP_IO}
@@ -243,7 +247,10 @@ def test_every_engine_is_right_or_refuses(backend, scenarios):
 def test_second_order_pairs(backend):
     scenarios = [s for s in SCENARIOS if set(SECOND) & set(s.operators())]
     report = test_differentiation([backend], scenarios, operators=SECOND, threads=0)
-    assert {"pass", "refused"} >= set(_statuses(report)) >= {"pass", "refused"}
+    by_status = _statuses(report)
+    assert {"pass", "refused", "unsupported"} >= set(by_status) >= {"pass", "refused"}
+    for row in by_status.get("unsupported", []):  # autograd has no forward-mode rule for the FFT
+        assert "fft" in BY_NAME[row.scenario].needs and "AutoAutograd(mode='forward')" in repr(backend)
 
 
 def _forward_reverse_engines() -> list:
@@ -265,4 +272,5 @@ def test_forward_and_reverse_agree(engine):
                 continue
             a = getattr(di, op)(f(s), fwd, s.x, *s.make_contexts())
             b = getattr(di, op)(f(s), rev, s.x, *s.make_contexts())
-            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=f"{op} of {s.name}")
+            rtol = 1e-12 if np.result_type(s.x) in (np.float64, np.complex128) else 1e-5
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * 1e-2, err_msg=f"{op} of {s.name}")
