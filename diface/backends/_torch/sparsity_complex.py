@@ -33,8 +33,9 @@ COMPLEX_LINEAR = frozenset("complex conj _conj conj_physical resolve_conj resolv
 COMPLEX_NONLINEAR = frozenset({"polar"})
 #: between a complex tensor and its real pairs
 COMPLEX_LAYOUT = frozenset({"view_as_real", "view_as_complex"})
-#: the sign: constant (no derivative) of a real operand, nonlinear of a complex one
-SIGN = frozenset({"sign", "sgn"})
+#: the sign and the phase: constant (no derivative: ±1, 0 or π) of a real operand, smooth and nonlinear of
+#: a complex one (z / |z|, atan2(Im z, Re z))
+SIGN = frozenset({"sign", "sgn", "angle"})
 
 
 def is_complex(arg: Any) -> bool:
@@ -54,8 +55,8 @@ def complex_layout(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes
 
 
 def sign(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
-    """z / |z| of a complex z (0 at 0) is smooth off 0 and nonlinear; the sign of a real number has no
-    derivative."""
+    """z / |z| and the phase of a complex z are smooth off 0 and nonlinear; the sign and phase of a real
+    number are piecewise constant, with no derivative."""
     if not is_complex(it.node.args[0]):
         return it.constant(shapes)
     return Deps.elementwise(tuple(shapes), [it.deps(args[0])], Nonlinearity.NONLINEAR)

@@ -35,7 +35,7 @@ _ELEMENTWISE: dict[str, Nonlinearity] = {
         "sigmoid sqrt rsqrt reciprocal square erf erfc erfinv lgamma digamma polygamma mvlgamma i0 sinc "
         "logit gelu silu elu celu selu mish softplus log_sigmoid_forward hardswish hardsigmoid atan2 hypot "
         "logaddexp logaddexp2 xlogy special_xlog1py special_entr special_erfcx special_ndtr special_log_ndtr "
-        "special_i0e special_i1 special_i1e pow float_power angle".split(),
+        "special_i0e special_i1 special_i1e pow float_power".split(),
         N,
     ),
     "mul": B,
