@@ -25,65 +25,24 @@ import numpy as np
 
 from ..._errors import NotSupportedError
 from ..._sparsity import Deps, Nonlinearity
+from ._sparsity_rules import (
+    CONSTANT,
+    CUMULATIVE,
+    DENSE_MATRIX,
+    MOVES,
+    REDUCTIONS,
+    L,
+    N,
+    dot_general,
+    elementwise_kind,
+)
+from ._sparsity_rules import Const as _Const
+from ._sparsity_rules import deps_of as _deps
+from ._sparsity_rules import reduce_axes as _reduce
 
 __all__ = ["jaxpr_sparsity"]
 
-L, N, B, Q = Nonlinearity.LINEAR, Nonlinearity.NONLINEAR, Nonlinearity.BILINEAR, Nonlinearity.QUOTIENT
-_ELEMENTWISE = {
-    **dict.fromkeys(
-        "add sub neg add_any convert_element_type copy copy_p reduce_precision real conj max min abs rem "
-        "select_n clamp optimization_barrier".split(),
-        L,
-    ),
-    **dict.fromkeys(
-        "sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp exp2 expm1 log log1p logistic sqrt "
-        "rsqrt cbrt erf erfc erf_inv lgamma digamma polygamma zeta igamma igammac igamma_grad_a "
-        "regularized_incomplete_beta bessel_i0e bessel_i1e pow atan2 square tan cumlogsumexp".split(),
-        N,
-    ),
-    "mul": B,
-    "div": Q,
-}
-#: no derivative: the outputs depend on no input
-_CONSTANT = set(
-    "sign floor ceil round is_finite eq ne lt le gt ge and or not xor stop_gradient iota argmax argmin "
-    "nextafter population_count clz shift_left shift_right_arithmetic shift_right_logical "
-    "random_bits random_seed random_wrap random_unwrap rng_bit_generator rng_uniform reduce_and reduce_or "
-    "reduce_xor eq_to lt_to le_to".split()
-)
-#: pure data movement: each output element is one input element (or a constant); (data operand positions)
-_MOVES: dict[str, Callable[[int], Sequence[int]]] = {
-    "reshape": lambda k: (0,),
-    "broadcast_in_dim": lambda k: (0,),
-    "transpose": lambda k: (0,),
-    "squeeze": lambda k: (0,),
-    "expand_dims": lambda k: (0,),
-    "rev": lambda k: (0,),
-    "slice": lambda k: (0,),
-    "concatenate": lambda k: tuple(range(k)),
-    "pad": lambda k: (0, 1),
-    "dynamic_slice": lambda k: (0,),
-    "dynamic_update_slice": lambda k: (0, 1),
-    "gather": lambda k: (0,),
-    "scatter": lambda k: (0, 2),
-    "split": lambda k: (0,),
-    "tile": lambda k: (0,),
-}
-_REDUCTIONS = {"reduce_sum": L, "reduce_max": L, "reduce_min": L, "reduce_prod": B}
-_CUMULATIVE = {"cumsum": L, "cummax": L, "cummin": L, "cumprod": B, "cumlogsumexp": N}
-_DENSE_MATRIX = set("cholesky triangular_solve lu qr eigh eig svd schur hessenberg tridiagonal".split())
 _CALLS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
-
-
-class _Const:
-    """A value known while tracing (a literal, or an array f closes over), kept as a NumPy array."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = np.asarray(value)
-
-    @property
-    def shape(self) -> tuple:
-        return self.value.shape
 
 
 def jaxpr_sparsity(f: Callable, x: Any, context_values: tuple, second: bool) -> Deps:
@@ -129,10 +88,6 @@ def _run(jaxpr: Any, consts: list, inputs: list, n: int, second: bool) -> list:
     return [read(v) for v in jaxpr.outvars]
 
 
-def _deps(value: Any, n: int, second: bool) -> Deps:
-    return value if isinstance(value, Deps) else Deps.constant(value.shape, n, second)
-
-
 def _equation(eqn: Any, ins: list, shapes: list, n: int, second: bool) -> list:
     name = eqn.primitive.name
     if not any(isinstance(v, Deps) for v in ins) and name not in ("while", "scan", "cond"):
@@ -142,8 +97,6 @@ def _equation(eqn: Any, ins: list, shapes: list, n: int, second: bool) -> list:
         except Exception:  # a primitive that cannot run eagerly: its outputs still depend on no input
             return [Deps.constant(s, n, second) for s in shapes]
     constant = lambda: [Deps.constant(s, n, second) for s in shapes]
-    if name in _CONSTANT:
-        return constant()
     if name == "integer_pow":
         y = eqn.params["y"]
         if y == 0:
@@ -151,28 +104,27 @@ def _equation(eqn: Any, ins: list, shapes: list, n: int, second: bool) -> list:
         return [Deps.elementwise(shapes[0], [_deps(ins[0], n, second)], L if y == 1 else N)]
     if name == "select_n":  # the predicate selects, it is not differentiated
         return [Deps.elementwise(shapes[0], [_deps(v, n, second) for v in ins[1:]], L)]
-    if name in _ELEMENTWISE:
-        kind = _ELEMENTWISE[name]
-        operands = [_deps(v, n, second) for v in ins]
-        if kind is Q and not isinstance(ins[1], Deps):
-            kind = L  # division by a constant
-        return [Deps.elementwise(shapes[0], operands, kind)]
-    if name in _MOVES:
-        return _move(eqn, ins, shapes, _MOVES[name](len(ins)), n, second)
+    kind = elementwise_kind(eqn, ins)
+    if kind is not None:
+        return [Deps.elementwise(shapes[0], [_deps(v, n, second) for v in ins], kind)]
+    if name in CONSTANT:
+        return constant()
+    if name in MOVES:
+        return _move(eqn, ins, shapes, MOVES[name](len(ins)), n, second)
     if name == "scatter_add" or name == "scatter-add":
         return _scatter_add(eqn, ins, shapes, n, second)
-    if name in _REDUCTIONS:
-        return [_reduce(_deps(ins[0], n, second), eqn.params["axes"], shapes[0], _REDUCTIONS[name])]
-    if name in _CUMULATIVE:
-        return [_cumulative(_deps(ins[0], n, second), eqn.params, _CUMULATIVE[name])]
+    if name in REDUCTIONS:
+        return [_reduce(_deps(ins[0], n, second), eqn.params["axes"], shapes[0], REDUCTIONS[name])]
+    if name in CUMULATIVE:
+        return [_cumulative(_deps(ins[0], n, second), eqn.params, CUMULATIVE[name])]
     if name == "dot_general":
-        return [_dot_general(eqn, ins, shapes[0], n, second)]
+        return [dot_general(eqn, ins, shapes[0], n, second)]
     if name == "sort":
         return _along_axes(ins, shapes, (eqn.params["dimension"],), n, second, L)
     if name == "fft":
         axes = tuple(range(len(shapes[0]) - len(eqn.params["fft_lengths"]), len(shapes[0])))
         return _along_axes(ins, shapes, axes, n, second, L)
-    if name in _DENSE_MATRIX:
+    if name in DENSE_MATRIX:
         return _along_axes(ins, shapes, None, n, second, N)
     if name in ("custom_linear_solve", "linear_solve"):  # every output may depend on every input
         return _anywhere(ins, shapes, range(len(ins)), n, second, N)
@@ -259,11 +211,6 @@ def _scatter_add(eqn: Any, ins: list, shapes: list, n: int, second: bool) -> lis
 
 
 # -- reductions ------------------------------------------------------------------------------------------
-def _reduce(d: Deps, axes: Sequence[int], shape: tuple, kind: Nonlinearity) -> Deps:
-    kept = [i for i in range(len(d.shape)) if i not in axes]
-    outer = tuple(d.shape[i] if i in kept else 1 for i in range(len(d.shape)))
-    groups = np.broadcast_to(np.arange(int(np.prod(outer, dtype=np.int64))).reshape(outer), d.shape)
-    return d.reduce(groups, shape, kind)
 
 
 def _cumulative(d: Deps, params: dict, kind: Nonlinearity) -> Deps:
@@ -303,67 +250,6 @@ def _along_axes(ins: list, shapes: list, axes: tuple | None, n: int, second: boo
                 merged.append(pooled.gather(np.broadcast_to(np.arange(pooled.size).reshape(outer), shape)))
         results.append(Deps.elementwise(shape, merged, kind) if merged else Deps.constant(shape, n, second))
     return results
-
-
-# -- products --------------------------------------------------------------------------------------------
-def _dot_general(eqn: Any, ins: list, shape: tuple, n: int, second: bool) -> Deps:
-    (contract_a, contract_b), (batch_a, batch_b) = eqn.params["dimension_numbers"]
-    a, b = ins
-    if isinstance(a, _Const) and isinstance(b, Deps):
-        return _dot_with_constant(b, a.value, contract_b, batch_b, contract_a, batch_a, shape, lhs_constant=True)
-    if isinstance(b, _Const) and isinstance(a, Deps):
-        return _dot_with_constant(a, b.value, contract_a, batch_a, contract_b, batch_b, shape, lhs_constant=False)
-    # both depend on x: out[batch, free_a, free_b] combines a over its contracting axes and b over its
-    pooled = []
-    for d, contract, batch, first in ((a, contract_a, batch_a, True), (b, contract_b, batch_b, False)):
-        d = _deps(d, n, second)
-        free = [i for i in range(len(d.shape)) if i not in contract and i not in batch]
-        moved = d.gather(np.transpose(np.arange(d.size).reshape(d.shape), (*batch, *free, *contract)))
-        kept = len(batch) + len(free)
-        outer = moved.shape[:kept]
-        reduced = _reduce(moved, tuple(range(kept, len(moved.shape))), outer, L)
-        nb = len(batch)
-        other_free = len(shape) - kept
-        expand = outer + (1,) * other_free if first else outer[:nb] + (1,) * other_free + outer[nb:]
-        pooled.append(reduced.gather(np.broadcast_to(np.arange(reduced.size).reshape(expand), shape)))
-    return Deps.elementwise(shape, pooled, B)
-
-
-def _dot_with_constant(
-    d: Deps,
-    c: np.ndarray,
-    contract_d: Sequence[int],
-    batch_d: Sequence[int],
-    contract_c: Sequence[int],
-    batch_c: Sequence[int],
-    shape: tuple,
-    lhs_constant: bool,
-) -> Deps:
-    """A product with a constant: out element depends on d's elements met by the constant's nonzeros."""
-    import scipy.sparse as sp
-
-    free_d = [i for i in range(len(d.shape)) if i not in contract_d and i not in batch_d]
-    free_c = [i for i in range(c.ndim) if i not in contract_c and i not in batch_c]
-    d_ids = np.transpose(np.arange(d.size).reshape(d.shape), (*batch_d, *free_d, *contract_d))
-    nz = np.transpose(c != 0, (*batch_c, *free_c, *contract_c))
-    kb = int(np.prod([d.shape[i] for i in batch_d], dtype=np.int64))
-    fd = int(np.prod([d.shape[i] for i in free_d], dtype=np.int64))
-    fc = int(np.prod([c.shape[i] for i in free_c], dtype=np.int64))
-    k = int(np.prod([d.shape[i] for i in contract_d], dtype=np.int64))
-    d_ids = d_ids.reshape(kb, fd, k)
-    nz = nz.reshape(kb, fc, k)
-    # output (batch, lhs free, rhs free) in JAX's order
-    bi, ci, ki = np.nonzero(nz)  # constant's nonzero (batch, free, contracted)
-    rows, cols = [], []
-    for j in range(fd):
-        out_free = (ci, np.full_like(ci, j)) if lhs_constant else (np.full_like(ci, j), ci)
-        dims = (kb, fc, fd) if lhs_constant else (kb, fd, fc)
-        rows.append(np.ravel_multi_index((bi, *out_free), dims))
-        cols.append(d_ids[bi, j, ki])
-    rows_a, cols_a = np.concatenate(rows), np.concatenate(cols)
-    q = int(np.prod(shape, dtype=np.int64))
-    m = sp.csr_array((np.ones(rows_a.size, dtype=np.int8), (rows_a, cols_a)), shape=(q, d.size))
-    return d.combine(m, shape, L)
 
 
 # -- calls and control flow ------------------------------------------------------------------------------

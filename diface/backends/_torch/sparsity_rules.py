@@ -10,6 +10,7 @@ import numpy as np
 
 from ..._sparsity import Deps, Nonlinearity
 from .modes import torch
+from .sparsity_complex import COMPLEX_LAYOUT, COMPLEX_LINEAR, COMPLEX_NONLINEAR, SIGN, complex_layout, is_complex, sign
 
 if TYPE_CHECKING:
     from .sparsity import Interpreter
@@ -23,16 +24,18 @@ SUGGESTION = (
 _ELEMENTWISE: dict[str, Nonlinearity] = {
     **dict.fromkeys(
         "add sub neg rsub positive abs maximum minimum fmax fmin clamp clamp_min clamp_max relu hardtanh "
-        "leaky_relu fmod remainder copysign frac _to_copy to clone alias lift_fresh contiguous real imag conj "
-        "_conj view_as_real view_as_complex nan_to_num".split(),
+        "leaky_relu fmod remainder copysign frac _to_copy to clone alias lift_fresh contiguous real imag "
+        "nan_to_num".split(),
         L,
     ),
+    **dict.fromkeys(COMPLEX_LINEAR, L),
+    **dict.fromkeys(COMPLEX_NONLINEAR, N),
     **dict.fromkeys(
         "exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh "
         "sigmoid sqrt rsqrt reciprocal square erf erfc erfinv lgamma digamma polygamma mvlgamma i0 sinc "
         "logit gelu silu elu celu selu mish softplus log_sigmoid_forward hardswish hardsigmoid atan2 hypot "
         "logaddexp logaddexp2 xlogy special_xlog1py special_entr special_erfcx special_ndtr special_log_ndtr "
-        "special_i0e special_i1 special_i1e pow float_power angle".split(),
+        "special_i0e special_i1 special_i1e pow float_power".split(),
         N,
     ),
     "mul": B,
@@ -40,7 +43,7 @@ _ELEMENTWISE: dict[str, Nonlinearity] = {
 }
 #: no derivative (the outputs depend on no input), or a value of no use to a derivative
 _NO_DERIVATIVE = set(
-    "sign sgn floor ceil round trunc eq ne lt le gt ge logical_and logical_or logical_not logical_xor "
+    "floor ceil round trunc eq ne lt le gt ge logical_and logical_or logical_not logical_xor "
     "bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift isnan isinf "
     "isfinite isneginf isposinf signbit argmax argmin detach empty_like rand_like randn_like randint_like "
     "bernoulli native_dropout any all count_nonzero heaviside isin searchsorted bucketize new_empty "
@@ -114,6 +117,10 @@ def rule_for(name: str) -> Rule | None:
         return lambda it, name, args, kwargs, shapes: it.constant(shapes)
     if name in _FROM_SHAPE:
         return _from_shape
+    if name in SIGN:
+        return sign
+    if name in COMPLEX_LAYOUT:
+        return complex_layout
     if name in ("where", "masked_fill", "index_fill"):
         return _select
     if name in _MOVES:
@@ -164,7 +171,7 @@ def _elementwise(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: 
     if name in ("clamp", "hardtanh", "clamp_min", "clamp_max"):  # bounds select, they are not scaled
         operands = operands[:1] + [a for a in operands[1:] if isinstance(a, Deps)]
     kind = _ELEMENTWISE[name]
-    if name == "abs" and _is_complex(it.node.args[0]):
+    if name == "abs" and is_complex(it.node.args[0]):
         kind = N  # the modulus of a complex number
     if name == "div" and kwargs.get("rounding_mode") is not None:
         return it.constant(shapes)
@@ -173,11 +180,6 @@ def _elementwise(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: 
     if kind is B and len(operands) == 2 and not all(isinstance(a, Deps) for a in operands):
         return _scaled(it, operands, shapes)
     return Deps.elementwise(shapes, [it.deps(a) for a in operands], kind)
-
-
-def _is_complex(arg: Any) -> bool:
-    val = getattr(arg, "meta", {}).get("val")
-    return bool(getattr(getattr(val, "dtype", None), "is_complex", False))
 
 
 def _scaled(it: Interpreter, operands: list, shapes: tuple) -> Deps:
