@@ -141,6 +141,7 @@ def make_codec(
     _refuse_complex(op, backend, xi, yi, where)
     name = op.name
     codec = TreeCodec(op, f, xi, yi, has_aux, output, extra)
+    codec.x_is_array = xi is not None and not is_tree(x)
     args = codec.f_args
     if y is not None:
 
@@ -213,6 +214,8 @@ class TreeCodec:
         self.output = output
         #: a tuple of tangents (rather than one tangent that is a tuple-shaped tree)
         self.batched = op.tangent is not None and self._batched(extra)
+        #: x is one (complex) array, not a tree
+        self.x_is_array = False
         #: x's complex leaves are differentiated along their real parts: the flat problem's first context
         #: holds their imaginary parts (`diface._complex`, "real" mode)
         self.imag = xi is not None and xi.mode == "real" and any(xi.complex_leaves)

@@ -104,6 +104,7 @@ class Prep:
         )
         self._direct = self._direct_route() if codec is None else None
         self._tree_direct = self._tree_route() if codec is not None else None
+        self._array_direct = self._complex_array_route()
         self._quick = (self._quick_route(False), self._quick_route(True))
 
     @property
@@ -245,6 +246,24 @@ class Prep:
 
         return direct
 
+    def _complex_array_route(self) -> Callable[[Any], Any] | None:
+        """`x -> result` of the plain operator for a complex array x of the prepared spec (not a tree: the
+        codec only holds it as real pairs): pairs -> the kernel's direct program -> complex numbers, one
+        compiled program where the library compiles (JAX), so a prepared call costs one dispatch."""
+        codec, kernel, ops, guard = self.codec, self.kernel, self.ops, self.guard
+        if codec is None or codec.xi is None or codec.imag or codec.yi is not None or self.has_aux:
+            return None
+        if self.to_user or kernel.direct is None or self.same_point or self.op.tangent is not None:
+            return None
+        if self.delivery.layout is not None or guard.x_spec is None or not codec.x_is_array:
+            return None
+        xi, kind, decode, program = codec.xi, self.op.kinds[-1], codec.decode, kernel.direct
+
+        def run(x: Any) -> Any:
+            return decode(kind, program(xi.ravel_leaves([x]), ()))
+
+        return ops.compile(run) if kernel.traceable else run
+
     # -- checking -------------------------------------------------------------------------------------
     def check(self, x: Any, extra: Any, contexts: tuple, y: Any, f: Any = None, backend: Any = None) -> None:
         """Raise `PreparationMismatchError` unless the call matches this preparation."""
@@ -274,6 +293,16 @@ class Prep:
             return dispatch(full, x, extra, (), None, None, check)
 
         guard, strict = self.guard, self.strict
+        array_direct = self._array_direct
+        if array_direct is not None and not full and not guard.context_specs:
+            x_type, x_dtype, x_shape = guard.x_spec or (None, None, None)
+
+            def quick_complex(x: Any, extra: Any, check: bool) -> Any:
+                if extra is None and type(x) is x_type and x.dtype == x_dtype and x.shape == x_shape:
+                    return array_direct(x)
+                return general(x, extra, check)
+
+            return quick_complex
         if self.codec is not None or guard.context_specs:
             return general
         kernel_run, deliver = self.kernel.run, self.delivery.deliver
