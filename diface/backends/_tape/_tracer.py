@@ -450,7 +450,7 @@ def slot_of(tape: Tape, a: Any) -> int:
 def operand(a: Any) -> Any:
     """An argument as the tape takes it: traced arrays as they are, numbers as numbers, sequences and
     object arrays holding traced values stacked, anything else as a NumPy array."""
-    if isinstance(a, Traced) or (isinstance(a, (int, float, bool)) and not isinstance(a, np.generic)):
+    if isinstance(a, Traced) or (isinstance(a, (int, float, bool, complex)) and not isinstance(a, np.generic)):
         return a
     if isinstance(a, np.ndarray):
         if a.dtype.kind == "O":
