@@ -2,10 +2,10 @@
 
 Every operator of every scenario of `complex_intermediate_scenarios()` must match its hand-written
 derivatives, or raise `NotSupportedError` where the engine is registered as refusing
-(`diface.testing.known_unsupported`: the tape, which differentiates real arrays only; autograd's
-forward mode through an FFT, which has no JVP rule). The complex step is not run on them
-(`diface.testing._kit.COMPLEX_STEP`): it cannot tell every non-analytic f (tests/test_finitediff.py
-checks the cases it refuses).
+(`diface.testing.known_unsupported`: autograd's forward mode through an FFT, which has no JVP rule).
+The tape differentiates them all (tests/test_tape_complex.py has its own, wider checks). The complex
+step is not run on them (`diface.testing._kit.COMPLEX_STEP`): it cannot tell every non-analytic f
+(tests/test_finitediff.py checks the cases it refuses).
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ def _backends() -> list:
         backends += [a(m) for m in MODES]
         backends += [SO(a(outer), a(inner)) for outer in ("forward", "reverse") for inner in ("forward", "reverse")]
         backends.append(SO(FD(), a()))
+    tape = di.AutoTape
+    backends += [SO(tape(outer), tape(inner)) for outer, inner in (("forward", "reverse"), ("reverse", "reverse"))]
     if HAS_TORCH:
         backends += [di.AutoTorch(m) for m in MODES]
     if HAS_JAX:
@@ -58,8 +60,9 @@ def test_who_refuses_what():
     """The register names exactly the engines that refuse; the others answer everything."""
     refusing = {type(b).__name__ for b in _backends() if any(known_unsupported(b, s, "gradient") for s in SCENARIOS)}
     # autograd's forward mode through an FFT, alone or as the inner backend of a SecondOrder
-    assert refusing == ({"AutoTape", "AutoAutograd", "SecondOrder"} if HAS_AUTOGRAD else {"AutoTape"})
-    assert all(known_unsupported(di.AutoTape(m), s, "pullback") for m in MODES for s in SCENARIOS)
+    assert refusing == ({"AutoAutograd", "SecondOrder"} if HAS_AUTOGRAD else set())
+    tapes = [di.AutoTape(m) for m in MODES] + [SO(di.AutoTape(o), di.AutoTape(i)) for o in MODES for i in MODES]
+    assert not any(known_unsupported(b, s, op) for b in tapes for s in SCENARIOS for op in (*SECOND_ORDER, "pullback"))
     if HAS_AUTOGRAD:
         a = di.AutoAutograd
         fft = [s for s in SCENARIOS if "fft" in s.needs]

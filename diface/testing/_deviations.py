@@ -6,7 +6,7 @@ of a failure, and keeps the evidence. Users testing their own backends pass `kno
 `test_differentiation`, or register a rule here with `register_deviation`.
 
 An unsupported case is narrower: a scenario and operator on which an engine is known to raise
-`NotSupportedError` (the tape on complex values, autograd's forward mode through an FFT). The kit reports
+`NotSupportedError` (autograd's forward mode through an FFT). The kit reports
 it as "unsupported" only where every failing call raised `NotSupportedError`: a number, right or
 wrong, or any other exception is a failure or an "xpass". Register rules with `register_unsupported`.
 """
@@ -90,12 +90,6 @@ def known_unsupported(backend: Any, scenario: Scenario, operator: str) -> str | 
     return rule(backend, scenario, operator) if rule is not None else None
 
 
-def _tape_complex(backend: Any, scenario: Scenario, operator: str) -> str | None:
-    if "complex" in scenario.needs:
-        return "the tape differentiates real floating-point arrays only: a complex intermediate raises"
-    return None
-
-
 def _autograd_forward_fft(backend: Any, scenario: Scenario, operator: str) -> str | None:
     if (
         "fft" in scenario.needs
@@ -106,5 +100,4 @@ def _autograd_forward_fft(backend: Any, scenario: Scenario, operator: str) -> st
     return None
 
 
-register_unsupported("AutoTape", _tape_complex)
 register_unsupported("AutoAutograd", _autograd_forward_fft)

@@ -27,7 +27,7 @@ import numpy as np
 from ._buffers import Arena, Storage
 from ._graph import GUARD_OUTPUT, Tape
 from ._partials import Arg
-from ._prim import reduce_axes
+from ._prim import HOLOMORPHIC, reduce_axes
 
 __all__ = ["Forward", "Reverse"]
 
@@ -178,11 +178,14 @@ class Reverse:
         wanted = {k: _contributions(nodes[k], slots) for k in order}
         count = Counter(s for k in order for _i, s in wanted[k])
         steps: list[Any] = []
+        conj = _Conjugates(tape, fwd)
         for k in order:
             node = nodes[k]
             prim = node.prim
             ins = tuple(fwd.bufs[q] for q in node.inputs)
             y = fwd.bufs[node.output]
+            if prim.complex == HOLOMORPHIC and slots[node.output].dtype.kind == "c":
+                ins, y = conj.of(node, wanted[k])
             g = adj[node.output]
             for i, s in wanted[k]:
                 shape, dtype = lead + slots[s].shape, slots[s].dtype
@@ -230,7 +233,7 @@ class Reverse:
                     steps.append(partial(np.add, target, tmp, target))
                     store.done(raw)
             store.release(node.output)
-        self.steps = steps
+        self.steps = conj.steps + steps  # the conjugated values first, from this call's forward replay
         x_adj = adj.get(tape.x)
         if x_adj is None:
             x_adj = np.zeros(lead + slots[tape.x].shape, slots[tape.x].dtype)
@@ -240,6 +243,42 @@ class Reverse:
         for step in self.steps:
             step()
         return self.result
+
+
+class _Conjugates:
+    """The conjugated saved values a HOLOMORPHIC rule reads in the reverse sweep (see `Prim.complex`):
+    one buffer per complex slot, written from the forward replay's at the start of the sweep (literals:
+    once, now)."""
+
+    def __init__(self, tape: Tape, fwd: Forward) -> None:
+        self.tape, self.fwd = tape, fwd
+        self.bufs: dict[int, Any] = {}
+        self.steps: list[Any] = []
+
+    def of(self, node: Any, wanted: list) -> tuple[tuple, Any]:
+        """The node's inputs and output as its VJP rules read them: the complex ones it saves
+        conjugated (the others as they are: a rule that does not read them gets them unchanged)."""
+        bufs = self.fwd.bufs
+        active = tuple(i for i, _s in wanted)
+        inputs, output = node.prim.saves(active, node.params)
+        ins = tuple(self._conj(s) if i in inputs else bufs[s] for i, s in enumerate(node.inputs))
+        y = self._conj(node.output) if output else bufs[node.output]
+        return ins, y
+
+    def _conj(self, s: int) -> Any:
+        v = self.fwd.bufs[s]
+        slot = self.tape.slots[s]
+        if slot.dtype.kind != "c" or v is None:
+            return v
+        c = self.bufs.get(s)
+        if c is None:
+            if slot.kind == "literal":
+                c = v.conjugate() if isinstance(v, complex) else np.conjugate(v)
+            else:
+                c = np.empty(slot.shape, slot.dtype)
+                self.steps.append(partial(np.conjugate, v, c))
+            self.bufs[s] = c
+        return c
 
 
 def _scaled_broadcast(

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError
-from ._prim import Prim, expand_to, into, reduce_to, shape_of
+from ._prim import HOLOMORPHIC, Prim, expand_to, into, reduce_to, shape_of
 
 __all__ = ["EINSUM", "MATMUL", "explicit_subscripts"]
 
@@ -40,6 +40,7 @@ def _demote(r: Any, shape: tuple) -> Any:
 
 
 class _Matmul(Prim):
+    complex = HOLOMORPHIC
     name = "matmul"
     linear = True
 
@@ -164,6 +165,7 @@ def _free_letter(subscripts: str) -> str:
 class _Einsum(Prim):
     """`einsum(*operands, subscripts)` with explicit subscripts (see `explicit_subscripts`)."""
 
+    complex = HOLOMORPHIC
     name = "einsum"
     linear = True
 

@@ -133,8 +133,8 @@ class _Eig(_Part):
         if np.iscomplexobj(w) or np.iscomplexobj(v):
             raise NotSupportedError(
                 f"AutoTape differentiates numpy.linalg.eig (called at {user_location()}) only where the "
-                "eigenvalues are real (here they are "
-                "complex, and AutoTape does not differentiate complex values); for a symmetric matrix use "
+                "eigenvalues and eigenvectors are real (here they are complex: AutoTape has no rule for "
+                "complex eigendecompositions); for a symmetric matrix use "
                 "numpy.linalg.eigh, or differentiate f with di.AutoJAX() or di.AutoTorch()"
             )
         return w, v

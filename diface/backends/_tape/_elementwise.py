@@ -15,10 +15,18 @@ from typing import Any
 import numpy as np
 
 from ._partials import DIFFERENTIABLE, NONDIFF_UFUNCS, Arg, Partial, partial_value
-from ._prim import ALL_INPUTS, NO_RULE, Prim, into, scale
+from ._prim import ALL_INPUTS, HOLOMORPHIC, NO_RULE, Prim, into, scale
 from ._special import PRIVATE, SPECIAL, special
 
 __all__ = ["CLIP", "NONDIFF_UFUNCS", "UFUNC_PRIMS", "WHERE", "Ufunc", "ufunc_prim"]
+
+#: ufuncs complex-differentiable with `_partials`' rules (real-coefficient expressions): see `Prim.complex`
+_HOLOMORPHIC = (
+    np.add, np.subtract, np.multiply, np.divide, np.power, np.float_power, np.negative, np.positive,
+    np.exp, np.exp2, np.expm1, np.log, np.log2, np.log10, np.log1p, np.sqrt, np.square, np.reciprocal,
+    np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh,
+    np.arcsinh, np.arccosh, np.arctanh,
+)  # fmt: skip
 
 #: ufuncs whose Python-number operands can be converted to the output dtype once, at preparation
 _ARITHMETIC = (np.add, np.subtract, np.multiply, np.divide, np.power, np.maximum, np.minimum)
@@ -40,6 +48,8 @@ class Ufunc(Prim):
         self.nondiff = frozenset(i for i, p in enumerate(partials or ()) if p is None or p is NO_RULE)
         self.no_rule = frozenset(i for i, p in enumerate(partials or ()) if p is NO_RULE)
         self.linear = ufunc in (np.add, np.subtract, np.negative, np.positive, np.multiply)
+        if ufunc in _HOLOMORPHIC and label is None:
+            self.complex = HOLOMORPHIC
 
     def label(self) -> str:
         return self._label
@@ -175,6 +185,7 @@ class _Where(Prim):
     elementwise = True
     nondiff = frozenset({0})
     linear = True
+    complex = HOLOMORPHIC
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return {0}, False  # the condition

@@ -126,7 +126,7 @@ class Tape:
 
     def literal(self, value: Any) -> int:
         """A slot for a value fixed at recording (a Python number stays a weak Python number)."""
-        if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
             return self.add_slot(value, "literal", False, False, weak=True)
         if isinstance(value, np.ndarray):
             value = np.array(value, copy=True)  # the value at this point of f; later writes must not leak in
@@ -165,6 +165,8 @@ class Tape:
         value = prim.forward(*concrete, **params)
         if not isinstance(value, np.ndarray):
             value = np.asarray(value)
+        if value.dtype.kind == "c":
+            slots = prim.promote_inputs(self, slots, value)
         return self.add_node(prim, tuple(slots), params, value)
 
     def add_node(self, prim: Any, inputs: tuple[int, ...], params: dict, value: np.ndarray) -> int:
@@ -173,12 +175,6 @@ class Tape:
         value.flags.writeable = False  # recorded values are never written (rules only read them)
         if not any(slots[s].variable for s in inputs):
             return self.add_slot(value, "literal", False, False)
-        if value.dtype.kind == "c":
-            raise NotSupportedError(
-                f"AutoTape: {prim.label()} gave a complex value (at {user_location()}); AutoTape differentiates "
-                "real floating-point arrays only. Differentiate f with di.AutoJAX() or di.AutoTorch(), or keep the "
-                "computation real."
-            )
         nondiff = prim.nondiff
         if prim.no_rule:
             for i in prim.no_rule:
@@ -186,9 +182,23 @@ class Tape:
                     raise prim.no_rule_error(i)
         active = (
             prim.differentiable
-            and value.dtype.kind == "f"
+            and value.dtype.kind in "fc"
             and any(slots[s].active for i, s in enumerate(inputs) if i not in nondiff)
         )
+        if active and prim.complex != "own":
+            complex_in = any(
+                slots[s].active and slots[s].dtype.kind == "c" for i, s in enumerate(inputs) if i not in nondiff
+            )
+            if prim.complex is None and (complex_in or value.dtype.kind == "c"):
+                raise NotSupportedError(
+                    f"AutoTape does not differentiate {prim.label()} through complex values (at {user_location()}); "
+                    "differentiate f with di.AutoJAX() or di.AutoTorch(), or keep this step real."
+                )
+            if complex_in and value.dtype.kind != "c":
+                raise NotSupportedError(
+                    f"AutoTape: {prim.label()} takes a complex value to a real one (at {user_location()}), which the "
+                    "tape cannot differentiate here; take np.real, np.imag, np.abs or np.angle explicitly."
+                )
         slot = self.add_slot(value, "node", active, True, node=len(self.nodes))
         self.nodes.append(Node(prim, inputs, slot, params))
         return slot

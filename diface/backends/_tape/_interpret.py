@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._graph import GUARD_OUTPUT, Tape, Traced
-from ._prim import reduce_to, shape_of
+from ._prim import HOLOMORPHIC, conjugated, reduce_to, shape_of
 from ._sites import recording_rule
 
 __all__ = ["jvp", "replay", "vjp"]
@@ -77,6 +77,9 @@ def vjp(tape: Tape, env: list, cotangent: Any, order: list[int]) -> Any:
             y = env[node.output]
             if watch:
                 recording_rule(prim)
+            if prim.complex == HOLOMORPHIC and slots[node.output].dtype.kind == "c":
+                # the adjoint of a complex derivative: the rule at the conjugated values (`Prim.complex`)
+                ins, y = tuple(conjugated(v) for v in ins), conjugated(y)
             for i, s in enumerate(node.inputs):
                 if i in nondiff or not slots[s].active:
                     continue

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ._prim import Prim, expand_to, into, reduce_to, shape_of
+from ._prim import HOLOMORPHIC, Prim, expand_to, into, reduce_to, shape_of
 
 __all__ = ["DET", "INV", "LOGABSDET", "SOLVE"]
 
@@ -21,6 +21,7 @@ def _t(a: Any) -> Any:
 
 
 class _Inv(Prim):
+    complex = HOLOMORPHIC
     name = "inv"
 
     def forward(self, a: Any, out: Any = None) -> Any:
@@ -51,6 +52,7 @@ def _times_solution(m: Any, x: Any, vector: bool) -> Any:
 class _Solve(Prim):
     """`solve(a, b)`: b a vector (NumPy 2: exactly when b is 1-D) or a stack of matrices."""
 
+    complex = HOLOMORPHIC
     name = "solve"
 
     def forward(self, a: Any, c: Any, out: Any = None) -> Any:
@@ -105,6 +107,7 @@ LOGABSDET = _LogAbsDet()
 
 
 class _Det(Prim):
+    complex = HOLOMORPHIC
     name = "det"
 
     def forward(self, a: Any, out: Any = None) -> Any:

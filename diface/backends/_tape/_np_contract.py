@@ -74,6 +74,9 @@ def _dot(a: Any, b: Any, out: Any = None) -> Any:
 
 @implements(np.vdot)
 def _vdot(a: Any, b: Any) -> Any:
+    a, b = operand(a), operand(b)
+    if np.result_type(a).kind == "c":
+        a = np.conjugate(a)  # vdot conjugates its first argument
     return MATMUL(reshape_of(a, (-1,)), reshape_of(b, (-1,)))
 
 

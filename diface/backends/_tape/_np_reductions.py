@@ -87,7 +87,12 @@ def _var(
     axes = axes_of(axis, a.ndim)
     n = count_of(a.shape, axes)
     d = np.subtract(a, np.divide(SUM(a, axis=axes, keepdims=True), n))
-    return write_out(np.divide(SUM(np.multiply(d, d), axis=axes, keepdims=bool(keepdims)), max(n - ddof, 0)), out)
+    return write_out(np.divide(SUM(_abs2(d), axis=axes, keepdims=bool(keepdims)), max(n - ddof, 0)), out)
+
+
+def _abs2(a: Any) -> Any:
+    """|a|^2 elementwise (a * a for real a; a real array for complex a, as NumPy's var and norm)."""
+    return np.real(np.multiply(a, np.conjugate(a))) if a.dtype.kind == "c" else np.multiply(a, a)
 
 
 @implements(np.std)
@@ -194,7 +199,7 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
             flat = reshape_of(x, (-1,))
-            r = np.sqrt(MATMUL(flat, flat))
+            r = np.sqrt(MATMUL(flat, flat) if x.dtype.kind != "c" else np.sum(_abs2(flat)))
             return np.reshape(r, (1,) * nd) if keepdims else r
         axis = tuple(range(nd))
     axes = axes_of(axis, nd)
@@ -211,7 +216,7 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
 
 def _vector_norm(x: Any, ord: Any, axes: tuple) -> Any:
     if ord is None or ord == 2:
-        return np.sqrt(np.sum(np.multiply(x, x), axis=axes))
+        return np.sqrt(np.sum(_abs2(x), axis=axes))
     if isinstance(ord, str):
         raise ValueError(f"Invalid norm order '{ord}' for vectors")
     a = np.absolute(x)
@@ -231,7 +236,7 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple) -> Any:
     if row == col:
         raise ValueError("Duplicate axes given.")
     if ord in (None, "fro", "f"):
-        return np.sqrt(np.sum(np.multiply(x, x), axis=axes))
+        return np.sqrt(np.sum(_abs2(x), axis=axes))
     if ord in (2, -2, "nuc"):
         values = np.linalg.svd(np.moveaxis(x, (row, col), (-2, -1)), compute_uv=False)
         if ord == "nuc":

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ._complex import IMAG, REAL
 from ._elementwise import CLIP, WHERE
 from ._graph import Traced
 from ._guards import refuse_store
@@ -441,16 +442,22 @@ def _copy(a: Any, order: str = "K", subok: bool = False) -> Any:
 
 @implements(np.real)
 def _real(val: Any) -> Any:
-    return operand(val)
+    val = operand(val)
+    return REAL(val) if _is_complex(val) else val
 
 
 @implements(np.imag)
 def _imag(val: Any) -> Any:
-    return np.zeros_like(operand(val))
+    val = operand(val)
+    return IMAG(val) if _is_complex(val) else np.zeros_like(val)
 
 
-implements(np.iscomplexobj)(lambda x: False)
-implements(np.isrealobj)(lambda x: True)
+def _is_complex(a: Any) -> bool:
+    return np.result_type(a).kind == "c" if not hasattr(a, "dtype") else a.dtype.kind == "c"
+
+
+implements(np.iscomplexobj)(lambda x: _is_complex(operand(x)))
+implements(np.isrealobj)(lambda x: not _is_complex(operand(x)))
 
 
 # -- positions (no derivative; a traced condition guards its count) ---------------------------------------

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ..._errors import NotSupportedError
+from ._complex import ANGLE, DEGREES
 from ._elementwise import WHERE, Ufunc
 from ._np_common import implements
 from ._prim import into
@@ -53,8 +55,11 @@ def _sinc(x: Any) -> Any:
 @implements(np.angle)
 def _angle(z: Any, deg: bool = False) -> Any:
     z = operand(z)
-    r = np.arctan2(np.zeros_like(z), z)  # real input: 0 or pi, derivative 0
-    return np.multiply(r, 180.0 / math.pi) if deg else r
+    if z.dtype.kind == "c":
+        r = ANGLE(z)
+    else:
+        r = np.arctan2(np.zeros_like(z), z)  # real input: 0 or pi, derivative 0
+    return np.multiply(r, DEGREES) if deg else r
 
 
 @implements(np.nan_to_num)
@@ -83,14 +88,26 @@ def _select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
 
 @implements(np.real_if_close)
 def _real_if_close(a: Any, tol: float = 100) -> Any:
-    return operand(a)[...]
+    a = operand(a)
+    if a.dtype.kind == "c":  # its result's dtype would depend on the values: a branch the tape cannot record
+        raise NotSupportedError(
+            "AutoTape does not record numpy.real_if_close on a complex value (whether the result is real depends "
+            "on the values); take np.real explicitly"
+        )
+    return a[...]
 
 
 @implements(np.iscomplex)
 def _iscomplex(x: Any) -> Any:
-    return np.zeros(np.shape(operand(x)), dtype=bool)
+    x = operand(x)
+    if x.dtype.kind == "c":
+        return np.not_equal(np.imag(x), 0)
+    return np.zeros(np.shape(x), dtype=bool)
 
 
 @implements(np.isreal)
 def _isreal(x: Any) -> Any:
-    return np.ones(np.shape(operand(x)), dtype=bool)
+    x = operand(x)
+    if x.dtype.kind == "c":
+        return np.equal(np.imag(x), 0)
+    return np.ones(np.shape(x), dtype=bool)

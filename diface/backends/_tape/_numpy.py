@@ -17,6 +17,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_arrange,
     _np_calculus,
     _np_contract,
+    _np_fft,
     _np_linalg,
     _np_nondiff,
     _np_reductions,
@@ -24,6 +25,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _scipy,
     _scipy_stats,
 )
+from ._complex import complex_ufunc
 from ._contract import MATMUL
 from ._dispatch import register_protocols
 from ._elementwise import ufunc_prim
@@ -94,9 +96,9 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     if ufunc is np.matmul:
         result = MATMUL(*args)
     elif ufunc is getattr(np, "vecdot", None):
-        result = np.sum(np.multiply(args[0], args[1]), axis=-1)
+        result = np.sum(np.multiply(np.conjugate(args[0]), args[1]), axis=-1)
     else:
-        prim = ufunc_prim(ufunc)
+        prim = complex_ufunc(ufunc, args) or ufunc_prim(ufunc)
         if prim is None:
             raise unsupported(function_name(ufunc))
         result = prim(*args)

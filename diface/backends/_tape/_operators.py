@@ -69,7 +69,7 @@ class Operators:
 
     def __pow__(self, o: Any) -> Any:
         # NumPy's fast paths for a scalar exponent (same values as the general power would not give)
-        if self.dtype.kind == "f" and isinstance(o, (int, float, np.integer, np.floating)) and not isinstance(o, bool):
+        if self.dtype.kind in "fc" and isinstance(o, (int, float, np.integer, np.floating)) and not isinstance(o, bool):
             if o == 2:
                 return np.square(self)
             if o == 0.5:

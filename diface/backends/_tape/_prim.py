@@ -28,7 +28,10 @@ from ._sites import user_location
 
 __all__ = [
     "ALL_INPUTS",
+    "HOLOMORPHIC",
     "NO_RULE",
+    "OWN",
+    "PROMOTE",
     "InputsFrom",
     "Prim",
     "dtype_of",
@@ -38,7 +41,13 @@ __all__ = [
     "scale",
     "shape_of",
     "SUM_TO",
+    "conjugated",
 ]
+
+#: `Prim.complex`: the rules, written for real values, hold for complex ones read as described below
+HOLOMORPHIC = "holomorphic"
+#: `Prim.complex`: the rules handle complex values themselves (conj, real, abs, the FFTs)
+OWN = "own"
 
 #: in a table of partial derivatives: an input the tape has no derivative for (see `Prim.no_rule`)
 NO_RULE = "no rule"
@@ -84,6 +93,18 @@ class Prim:
     #: a prepared replay may write the output over an input of the same shape and dtype that dies at
     #: this step: True (any input: elementwise operations), or the input positions it may take
     inplace: bool | tuple = False
+    #: how the rules treat complex values (None: a complex value through this operation is refused).
+    #: HOLOMORPHIC: each rule is an expression with real coefficients in the saved values, and the
+    #: operation is complex-differentiable. Then the JVP rule run on complex values is the derivative,
+    #: and the VJP rule run on the *conjugated* saved values is its adjoint under Re <u, v> (PyTorch's
+    #: convention): J^H g = conj(J)^T g, and conj(J(z)) = J(conj z) for such expressions. The sweeps
+    #: conjugate the saved values (`conjugated`); a rule never sees a mix of real and complex
+    #: differentiated inputs, since recording promotes the real ones first (`promote_inputs`).
+    #: OWN: the rules take complex values as they are (conj, real, abs, the FFTs).
+    complex: str | None = None
+    #: a complex output promotes real differentiated inputs to complex first (False: the operation
+    #: takes real inputs to complex outputs itself: the promotion, rfft)
+    promotes = True
 
     def __call__(self, *args: Any, **params: Any) -> Any:
         for a in args:
@@ -97,6 +118,21 @@ class Prim:
     def label(self) -> str:
         """The operation as the user wrote it (`numpy.sin`, `scipy.special.jv`), for messages."""
         return self.name
+
+    def promote_inputs(self, tape: Any, inputs: list[int], value: np.ndarray) -> list[int]:
+        """The input slots with each real differentiated one promoted to complex (a node of its own)
+        where the output is complex: the rules then see complex values only, and the promotion's
+        reverse rule takes the real part (the adjoint of the inclusion of the reals)."""
+        if value.dtype.kind != "c" or not self.promotes or self.complex is None:
+            return inputs
+        slots = tape.slots
+        promoted = list(inputs)
+        for i, s in enumerate(inputs):
+            slot = slots[s]
+            if i not in self.nondiff and slot.active and slot.dtype.kind == "f":
+                real = tape.values[s]
+                promoted[i] = tape.add_node(PROMOTE, (s,), {"dtype": value.dtype}, np.asarray(real, value.dtype))
+        return promoted
 
     def no_rule_error(self, i: int) -> Exception:
         return NotSupportedError(
@@ -256,6 +292,7 @@ def expand_to(a: Any, target: tuple, b: int = 0) -> Any:
 class _SumTo(Prim):
     """`sum_to(a, shape)`: sums a broadcast array back to `shape` (leading axes, and axes of size 1)."""
 
+    complex = HOLOMORPHIC
     name = "sum_to"
     linear = True
 
@@ -275,3 +312,46 @@ class _SumTo(Prim):
 
 
 SUM_TO = _SumTo()
+
+
+class _Promote(Prim):
+    """A real array as complex (the inclusion R -> C): the tangent promoted, the cotangent's real part."""
+
+    name = "promote"
+    linear = True
+    complex = OWN
+    promotes = False
+
+    def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
+        return (), False
+
+    def forward(self, a: Any, out: Any = None, dtype: Any = None) -> Any:
+        if out is None:
+            return np.asarray(a, dtype=dtype)
+        np.copyto(out, a)
+        return out
+
+    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, dtype: Any = None) -> Any:
+        return self.apply(ts[0], out=out, dtype=dtype)
+
+    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, dtype: Any = None) -> Any:
+        if out is not None:
+            np.copyto(out, np.real(g))
+            return out
+        r = np.real(g)  # on a traced cotangent: the tape's real part (second order)
+        return r if isinstance(r, Traced) else np.array(r)
+
+
+PROMOTE = _Promote()
+
+
+def conjugated(v: Any) -> Any:
+    """A complex value conjugated (a HOLOMORPHIC rule's saved value in the reverse sweep); others as
+    they are. On a traced value this records the conjugation (second order differentiates it)."""
+    if v is None or isinstance(v, (bool, int, float)):
+        return v
+    if isinstance(v, complex):
+        return v.conjugate()
+    if dtype_of(v).kind == "c":
+        return np.conjugate(v)
+    return v

@@ -92,6 +92,8 @@ def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any) -> Recording:
     install_hooks()
     tape = Tape()
     xv = np.array(x, copy=True)
+    if xv.dtype.kind == "c":
+        raise NotSupportedError(_COMPLEX_ENDS.format("x is"))
     tape.x = tape.add_slot(xv, "x", True, True)
     xv.flags.writeable = False
     statics: list = []
@@ -115,7 +117,17 @@ def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any) -> Recording:
                 tape.output = slot_of(tape, operand(result))
     finally:
         tape.closed = True
+    if tape.slots[tape.output].dtype.kind == "c":
+        raise NotSupportedError(_COMPLEX_ENDS.format("f returned"))
     return Recording(tape, statics)
+
+
+#: complex values are differentiated inside f only: its input and output are real arrays
+_COMPLEX_ENDS = (
+    "AutoTape: {} a complex array; the tape differentiates real functions of real arrays (complex values "
+    "inside f are fine): pass the real and imaginary parts as a real array and return np.stack([y.real, "
+    "y.imag], axis=-1)"
+)
 
 
 def _bind(tape: Tape, kind: str, ci: int, path: tuple, v: Any, statics: list) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._prim import Prim, dtype_of, into, shape_of
+from ._prim import HOLOMORPHIC, Prim, dtype_of, into, shape_of
 
 __all__ = ["AMAX", "AMIN", "CUMSUM", "NonDiff", "PROD", "SUM"]
 
@@ -27,6 +27,7 @@ def _expand(g: Any, a_shape: tuple, axis: tuple, b: int) -> Any:
 
 
 class _Sum(Prim):
+    complex = HOLOMORPHIC
     name = "sum"
     linear = True
 
@@ -64,6 +65,7 @@ class _ProdOthers(Prim):
     """For each element, the product of the other elements of its reduction group (exact with zeros):
     the partial derivative of `prod`."""
 
+    complex = HOLOMORPHIC
     name = "prod_others"
 
     def forward(self, a: Any, out: Any = None, axis: tuple = ()) -> Any:
@@ -97,6 +99,7 @@ PROD_OTHERS = _ProdOthers()
 
 
 class _Prod(Prim):
+    complex = HOLOMORPHIC
     name = "prod"
 
     def forward(self, a: Any, out: Any = None, axis: tuple = (), keepdims: bool = False) -> Any:
@@ -154,6 +157,7 @@ AMIN = _Extreme("min", np.min)
 
 
 class _Cumsum(Prim):
+    complex = HOLOMORPHIC
     name = "cumsum"
     linear = True
 

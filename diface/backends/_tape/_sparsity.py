@@ -22,6 +22,8 @@ Covered, every primitive of the tape:
   mean, std, var, norm, ...);
 - contractions: matmul and einsum (each term of the sum, with the constant operands' zeros), full
   convolutions: first order exact, pairs only between operands that meet in a term;
+- complex values and Fourier transforms (`_sparsity_spectral`): conj, real, imag linear, abs and
+  angle nonlinear elementwise; fft, ifft, rfft, irfft each output on its line along the axes;
 - linear algebra (inv, solve, det, slogdet, pinv, eigh, eig, svd, qr, cholesky): every output element
   of a matrix on every input element of that matrix (the matrices of a stack kept apart), nonlinear.
 
@@ -49,6 +51,7 @@ from ._linalg import DET, INV, LOGABSDET, SOLVE
 from ._prim import SUM_TO
 from ._record import Recording, record, recording_for
 from ._reduce import AMAX, AMIN, CUMSUM, PROD, PROD_OTHERS, SUM
+from ._sparsity_spectral import SPECTRAL_RULES, groups
 from ._structure import ASTYPE, BROADCAST_TO, CONCATENATE, GETITEM, INDEX_ADD, RESHAPE, SETITEM, TRANSPOSE
 
 __all__ = ["recording_sparsity", "tape_sparsity"]
@@ -263,16 +266,10 @@ def _index_add(run: _Run, node: Node, ins: list, shape: tuple) -> Deps:
 
 
 # -- reductions ------------------------------------------------------------------------------------------
-def _groups(shape: tuple, axes: tuple) -> np.ndarray:
-    """For each element of an array of `shape`, the flat index of its group when `axes` are reduced."""
-    outer = tuple(1 if i in axes else s for i, s in enumerate(shape))
-    return np.broadcast_to(np.arange(int(np.prod(outer, dtype=np.int64))).reshape(outer), shape)
-
-
 def _reduction(kind: Nonlinearity) -> Callable:
     def rule(run: _Run, node: Node, ins: list, shape: tuple) -> Deps:
         d = run.deps(ins[0])
-        return d.reduce(_groups(d.shape, tuple(node.params["axis"])), shape, kind)
+        return d.reduce(groups(d.shape, tuple(node.params["axis"])), shape, kind)
 
     return rule
 
@@ -286,9 +283,9 @@ def _sum_to(run: _Run, node: Node, ins: list, shape: tuple) -> Deps:
 def _prod_others(run: _Run, node: Node, ins: list, shape: tuple) -> Deps:
     """Each element: the product of the others of its group (taken as all of its group)."""
     d = run.deps(ins[0])
-    groups = _groups(d.shape, tuple(node.params["axis"]))
-    pooled = d.reduce(groups, (int(groups.max(initial=-1)) + 1,), B)
-    return pooled.gather(groups)
+    ids = groups(d.shape, tuple(node.params["axis"]))
+    pooled = d.reduce(ids, (int(ids.max(initial=-1)) + 1,), B)
+    return pooled.gather(ids)
 
 
 def _cumsum(run: _Run, node: Node, ins: list, shape: tuple) -> Deps:
@@ -403,7 +400,7 @@ def _per_matrix(run: _Run, node: Node, ins: list, shape: tuple) -> Deps:
     batch = ins[0].shape[:rank]
     if not rank or tuple(shape[:rank]) != batch or any(p.shape[:rank] != batch for p in parts):
         return run.anywhere(parts, shape, kind)
-    pooled = [p.reduce(_groups(p.shape, tuple(range(rank, len(p.shape)))), batch, kind) for p in parts]
+    pooled = [p.reduce(groups(p.shape, tuple(range(rank, len(p.shape)))), batch, kind) for p in parts]
     merged = Deps.elementwise(batch, pooled, kind)
     lead = np.arange(merged.size).reshape(batch + (1,) * (len(shape) - rank))
     return merged.gather(np.broadcast_to(lead, shape))
@@ -435,6 +432,7 @@ _RULES: dict[Any, Callable] = {
     DET: _per_matrix,
     LOGABSDET: _per_matrix,
     PINV: _per_matrix,
+    **SPECTRAL_RULES,
 }
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._graph import Traced
 from ._index import build
-from ._prim import InputsFrom, Prim, dtype_of, expand_to, into, reduce_to, shape_of
+from ._prim import HOLOMORPHIC, InputsFrom, Prim, dtype_of, expand_to, into, reduce_to, shape_of
 
 __all__ = ["ASTYPE", "BROADCAST_TO", "CONCATENATE", "GETITEM", "INDEX_ADD", "RESHAPE", "SETITEM", "TRANSPOSE"]
 
@@ -23,6 +23,8 @@ def _batched(template: tuple, b: int) -> tuple:
 
 class _Linear(Prim):
     """A linear primitive whose rules read no values but its index arrays (`nondiff` inputs)."""
+
+    complex = HOLOMORPHIC
 
     linear = True
 

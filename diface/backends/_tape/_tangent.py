@@ -217,6 +217,8 @@ class Tangent:
         dtype = self.slots[s].dtype
         if isinstance(p, Arg):
             a = ins[p]
+            if isinstance(a, complex):  # a Python complex operand: a coefficient array of the slot's dtype
+                a = np.asarray(a, dtype)
             if t.coef is None:  # the partial itself is the coefficient: a forward buffer, read in place
                 return _Term(t.key, t.base, t.bkey, a, None, t.sign)
             buf, key = self._new_coef(s, np.broadcast_shapes(np.shape(a), t.coef.shape), dtype)

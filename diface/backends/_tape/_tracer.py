@@ -174,11 +174,11 @@ class TapeArray(Traced, Operators):
 
     @property
     def real(self) -> TapeArray:
-        return self
+        return np.real(self) if self.dtype.kind == "c" else self
 
     @property
     def imag(self) -> TapeArray:
-        return cast(TapeArray, np.zeros_like(self))
+        return cast(TapeArray, np.imag(self) if self.dtype.kind == "c" else np.zeros_like(self))
 
     def _value(self) -> Any:
         """The value seen while recording (for display and guards: no derivative flows through it)."""
@@ -326,6 +326,9 @@ class TapeArray(Traced, Operators):
         dtype = np.dtype(dtype)
         if dtype == self.dtype:
             return self.copy() if copy else self
+        if self.dtype.kind == "c" and dtype.kind != "c":
+            # NumPy drops the imaginary part (with a ComplexWarning): the same real part, differentiated
+            return np.real(self).astype(dtype, copy=False)
         return ASTYPE(self, dtype=dtype)
 
     def view(self, dtype: Any = None, type: Any = None) -> TapeArray:
@@ -447,7 +450,7 @@ def slot_of(tape: Tape, a: Any) -> int:
 def operand(a: Any) -> Any:
     """An argument as the tape takes it: traced arrays as they are, numbers as numbers, sequences and
     object arrays holding traced values stacked, anything else as a NumPy array."""
-    if isinstance(a, Traced) or (isinstance(a, (int, float, bool)) and not isinstance(a, np.generic)):
+    if isinstance(a, Traced) or (isinstance(a, (int, float, bool, complex)) and not isinstance(a, np.generic)):
         return a
     if isinstance(a, np.ndarray):
         if a.dtype.kind == "O":
