@@ -1,6 +1,7 @@
 """Outer engine JAX: `jax.custom_jvp` over `jax.pure_callback`; the tangent map is a `linear_call` whose
 transpose is the pullback, so that jax.grad, jacfwd, jacrev, vmap and jit all work. The pullback is itself
-a custom_jvp (its derivative is the inner hvp), for second order by forward over reverse."""
+a custom_jvp (its derivative is the inner hvp), for second order by forward over reverse. With complex
+values the transpose conjugates around the inner (adjoint) pullback, JAX's VJPs being plain transposes."""
 
 from __future__ import annotations
 
