@@ -33,9 +33,11 @@ class DifferentiateWith:
     - AutoTape's traced arrays: tape primitives whose rules call `backend`;
     - NumPy arrays and numbers: f evaluated.
 
-    The call is `DifferentiateWith(f, backend)(x, *constants)`: only `x` (one real floating-point array)
-    is differentiated; `constants` reach f as given (arrays converted to `backend`'s type) and carry no
-    derivative. f returns one real floating-point array. Arrays cross the boundary through host memory,
+    The call is `DifferentiateWith(f, backend)(x, *constants)`: only `x` (one floating-point or complex
+    array) is differentiated; `constants` reach f as given (arrays converted to `backend`'s type) and carry
+    no derivative. f returns one floating-point or complex array. With complex values, each outer engine
+    gets the products in its own convention (JAX's and autograd's VJPs conjugated around diface's adjoint
+    pullback, in their boundary modules), so wrapping changes no result. Arrays cross the boundary through host memory,
     zero-copy by DLPack where the layout allows (non-contiguous tensors and read-only arrays are copied).
     Second order crosses (an hvp through the boundary) where the outer engine allows and `backend` has
     second derivatives; third order raises `di.NotSupportedError`.

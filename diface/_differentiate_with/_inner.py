@@ -34,6 +34,7 @@ class Inner:
         self._ops: Any = None
         self._lock = threading.Lock()
         self._preps: dict[tuple, Any] = {}
+        self._y_dtypes: dict[tuple, np.dtype] = {}
 
     # -- helpers ------------------------------------------------------------------------------------
     def third_order(self) -> NotSupportedError:
@@ -45,9 +46,9 @@ class Inner:
         )
 
     def check_x(self, x: np.ndarray) -> None:
-        if x.dtype.kind != "f":
+        if x.dtype.kind not in "fc":
             raise ArgumentError(
-                f"DifferentiateWith: x must be a real floating-point array, got dtype {x.dtype}; convert it "
+                f"DifferentiateWith: x must be a floating-point or complex array, got dtype {x.dtype}; convert it "
                 "(e.g. x.astype(float) or torch.tensor(x, dtype=torch.float64))"
             )
         if self._ops is None:
@@ -80,15 +81,38 @@ class Inner:
         self.check_x(x)
         y = self.f(self.native(x), *(self.native(c) for c in constants))
         y = to_host(y, "f's output")
-        if y.dtype.kind != "f":
+        if y.dtype.kind not in "fc":
             raise ArgumentError(
-                f"DifferentiateWith: f returned an array of dtype {y.dtype}; it must return a real floating-point array"
+                f"DifferentiateWith: f returned an array of dtype {y.dtype}; it must return a floating-point or "
+                "complex array"
             )
+        self._y_dtypes[self._key("value", constants, x)] = y.dtype
         return y
+
+    def _cotangent(self, x: np.ndarray, ty: np.ndarray, constants: tuple) -> np.ndarray:
+        """`ty` in y's dtype. Engines hand a complex cotangent to a real output where complex values
+        follow it (autograd); only its real part acts on a real y (⟨ty, y⟩ = Re Σ conj(ty)·y), whichever
+        convention the engine keeps (the real part of conj(ty) is that of ty)."""
+        ty = np.asarray(ty)
+        key = self._key("value", constants, x)
+        y_dtype = self._y_dtypes.get(key)
+        if y_dtype is None:  # an outer engine asking for a pullback at a point it never evaluated
+            self.value(x, constants)
+            y_dtype = self._y_dtypes[key]
+        if ty.dtype.kind == "c" and y_dtype.kind != "c":
+            ty = ty.real
+        return ty.astype(y_dtype, copy=False)
+
+    @staticmethod
+    def _like_x(r: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """A cotangent of x in x's dtype: the real part for a real x (its imaginary part moves nothing)."""
+        if r.dtype.kind == "c" and x.dtype.kind != "c":
+            r = r.real
+        return r.astype(x.dtype, copy=False)
 
     def pushforward(self, x: np.ndarray, tx: np.ndarray, constants: tuple) -> np.ndarray:
         self.check_x(x)
-        tx = np.asarray(tx, dtype=x.dtype)
+        tx = self._like_x(np.asarray(tx), x)
         # an engine may have to give it another way right now (torch's one forward-AD level, taken outside)
         boundary = boundary_of(self._ops.name) if self._ops is not NUMPY else None
         if boundary is not None:
@@ -104,7 +128,10 @@ class Inner:
         return to_host(prep.pushforward(native(x), native(tx), *ctx), "a pushforward")
 
     def pullback(self, x: np.ndarray, ty: np.ndarray, constants: tuple) -> np.ndarray:
+        """The pullback in diface's convention (the adjoint of the pushforward under ⟨u, v⟩ = Re Σ
+        conj(u)·v); outer engines of the transposed convention (JAX, autograd) conjugate around it."""
         self.check_x(x)
+        ty = self._cotangent(x, ty, constants)
         ctx = self._contexts(constants)
         native = self.native
         prep = self._prep(
@@ -112,18 +139,23 @@ class Inner:
             lambda: di.prepare_pullback(self.f, self.backend, native(x), native(ty), *ctx),
         )
         r = to_host(prep.pullback(native(x), native(ty), *ctx), "a pullback")
-        return r.astype(x.dtype, copy=False)
+        return self._like_x(r, x)
 
     def hvp(self, x: np.ndarray, ty: np.ndarray, v: np.ndarray, constants: tuple) -> np.ndarray:
-        """The derivative of the pullback `ty @ J(x)` along `v`: the Hessian of `<ty, f(x)>` times v."""
+        """The derivative of the pullback `ty @ J(x)` along `v`: the Hessian of `<ty, f(x)>` times v
+        (⟨ty, y⟩ = Re Σ conj(ty)·y, whose gradient is the pullback of ty, for complex y)."""
         self.check_x(x)
-        v = np.asarray(v, dtype=x.dtype)
-        ctx = (Constant(self.native(ty)), *self._contexts(constants))
+        v = self._like_x(np.asarray(v), x)
+        ty = self._cotangent(x, ty, constants)
+        is_complex = ty.dtype.kind == "c"
+        ctx = (Constant(self.native(np.conj(ty) if is_complex else ty)), *self._contexts(constants))
         native = self.native
         f = self.f
+        ops = self._ops
 
         def weighted(x: Any, w: Any, *cs: Any) -> Any:
-            return (f(x, *cs) * w).sum()
+            s = (f(x, *cs) * w).sum()
+            return ops.real(s) if is_complex else s
 
         try:
             prep = self._prep(
@@ -137,7 +169,7 @@ class Inner:
                 "(e.g. di.AutoJAX(), di.AutoTorch(), di.AutoTape())"
             ) from e
         r = to_host(prep.hvp(native(x), native(v), *ctx), "an hvp")
-        return r.astype(x.dtype, copy=False)
+        return self._like_x(r, x)
 
     def batched(self, op: Callable, x: np.ndarray, t: np.ndarray, constants: tuple, b: int) -> np.ndarray:
         """`op(x, t, constants)`, or one result per row of `t` stacked when `b` (a batch axis leads)."""

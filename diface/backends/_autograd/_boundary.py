@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import autograd.numpy as anp
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 from autograd.tracer import Box, getval
@@ -47,7 +48,14 @@ def _primitives(dw: Any) -> tuple:
             "does not cross the boundary; take second order in reverse mode (autograd.hessian)"
         )
 
-    defvjp(value, lambda ans, x, cs: lambda g: pull(x, g, cs))
+    def value_vjp(ans: Any, x: Any, cs: tuple) -> Any:
+        # autograd's VJPs transpose without conjugating, as JAX's: vjp(g) = conj(pullback(conj(g))) for
+        # diface's adjoint pullback (differentiable: anp.conj is autograd's, for second order)
+        if np.iscomplexobj(getval(x)) or np.iscomplexobj(getval(ans)):
+            return lambda g: anp.conj(pull(x, anp.conj(g), cs))
+        return lambda g: pull(x, g, cs)
+
+    defvjp(value, value_vjp)
     defjvp(value, lambda t, ans, x, cs: push(x, t, cs))
     defvjp(
         pull,

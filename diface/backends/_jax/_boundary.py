@@ -1,6 +1,7 @@
 """Outer engine JAX: `jax.custom_jvp` over `jax.pure_callback`; the tangent map is a `linear_call` whose
 transpose is the pullback, so that jax.grad, jacfwd, jacrev, vmap and jit all work. The pullback is itself
-a custom_jvp (its derivative is the inner hvp), for second order by forward over reverse."""
+a custom_jvp (its derivative is the inner hvp), for second order by forward over reverse. With complex
+values the transpose conjugates around the inner (adjoint) pullback, JAX's VJPs being plain transposes."""
 
 from __future__ import annotations
 
@@ -133,7 +134,13 @@ def call(dw: Any, x: Any, constants: tuple) -> Any:
     def tangent_map(residuals: tuple, t: Any) -> Any:
         return push(residuals[0], t, *residuals[1:])
 
+    complex_values = jnp.iscomplexobj(x) or jnp.issubdtype(y_spec.dtype, jnp.complexfloating)
+
     def cotangent_map(residuals: tuple, ct: Any) -> Any:
+        # JAX transposes without conjugating (its vjp(ct) = conj(pullback(conj(ct))) for diface's adjoint
+        # pullback): conjugated around the inner pullback so that jax.grad sees the VJP it would itself take
+        if complex_values:
+            return jnp.conj(pull(residuals[0], jnp.conj(ct), *residuals[1:]))
         return pull(residuals[0], ct, *residuals[1:])
 
     @jax.custom_jvp

@@ -1,6 +1,7 @@
 """Outer engine AutoTape: tape primitives for f, its pushforward, pullback and hvp, whose rules call the
 inner backend. Constants are inputs the tape never differentiates; the pullback's rules (the inner hvp and
-pushforward) give second order."""
+pushforward) give second order. Complex cotangents pass as they are: the tape's convention is the adjoint
+one (PyTorch's, diface's), where the tape takes complex values at all."""
 
 from __future__ import annotations
 

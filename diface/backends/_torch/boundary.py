@@ -31,6 +31,12 @@ def _constants(constants: tuple) -> tuple:
     return tuple(_OPS.to_host(c, "a constant") if isinstance(c, torch.Tensor) else c for c in constants)
 
 
+def _in_backward() -> bool:
+    """Whether torch's autograd engine is running a backward pass on this thread."""
+    task_id = getattr(torch._C, "_current_graph_task_id", None)
+    return task_id is not None and task_id() != -1
+
+
 class TorchBoundary:
     """torch outside `DifferentiateWith` (a `diface._boundary.Boundary`)."""
 
@@ -42,8 +48,10 @@ class TorchBoundary:
 
     def inner_pushforward(self, f: Any, x: np.ndarray, t: np.ndarray, constants: tuple) -> np.ndarray | None:
         """With torch inside too, while torch's forward AD is taken by the outer engine (one level, and
-        it is open): J t by two reverse sweeps instead."""
-        if torch.autograd.forward_ad._current_level < 0:
+        it is open), or inside torch's backward (reverse over reverse through the boundary), where dual
+        tensors silently carry no tangent: J t by two reverse sweeps instead (for complex values too:
+        the adjoint of torch's adjoint pullback is the pushforward)."""
+        if torch.autograd.forward_ad._current_level < 0 and not _in_backward():
             return None
         cs = tuple(to_torch(c) if isinstance(c, np.ndarray) else c for c in constants)
         with torch.enable_grad():
