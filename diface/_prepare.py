@@ -25,7 +25,7 @@ from ._kernel import Kernel
 from ._optable import OPERATORS, Operator
 from ._prep import Prep
 from ._prep_classes import PREP_CLASSES
-from ._problem import Problem, TreeOutput, dtype_of, shape_of, size_of
+from ._problem import ComplexOutput, Problem, TreeOutput, dtype_of, shape_of, size_of
 from ._strict import Guard, labelled
 from ._tree_info import TreeInfo
 from ._trees import flattener_for
@@ -171,7 +171,7 @@ def _prepare_flat(
     y_shape, y_dtype = problem.y_spec if yn is not None else backend.output_spec(problem)
     problem.set_y_spec(y_shape, y_dtype)
     if codec is None and ops.is_complex(y_dtype):
-        raise TreeOutput(f"{where}: f returned complex values")  # prepared again, with a codec of pairs
+        raise ComplexOutput(f"{where}: f returned complex values")  # prepared again, with a codec of pairs
     check_floating(ops, y_dtype, where, "f's output")
     if op.scalar_y and y_shape != ():
         raise ShapeError(

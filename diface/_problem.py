@@ -16,11 +16,16 @@ from ._arrays import ArrayOps
 from ._contexts import Context
 from ._errors import ArgumentError
 
-__all__ = ["Problem", "TreeOutput", "check_output", "describe_bad_output"]
+__all__ = ["ComplexOutput", "Problem", "TreeOutput", "check_output", "describe_bad_output"]
 
 
 class TreeOutput(ArgumentError):
     """f returned a container (dict, list, tuple): the call path prepares it as a tree instead."""
+
+
+class ComplexOutput(TreeOutput):
+    """f returned complex values where the backend expected a real output: the call path prepares the real
+    problem of their (real, imaginary) pairs instead (`diface._complex`)."""
 
 
 class Problem:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..._contexts import Cache
 from ..._errors import NotSupportedError
-from ..._problem import check_output
+from ..._problem import ComplexOutput, check_output
 from . import _numpy  # noqa: F401 - NumPy's protocols and the hooks' rules, registered before any recording
 from ._builders import building
 from ._graph import Tape
@@ -117,8 +117,8 @@ def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any) -> Recording:
                 tape.output = slot_of(tape, operand(result))
     finally:
         tape.closed = True
-    if tape.slots[tape.output].dtype.kind == "c":
-        raise NotSupportedError(_COMPLEX_ENDS.format("f returned"))
+    if tape.slots[tape.output].dtype.kind == "c":  # the call path prepares the real problem of pairs
+        raise ComplexOutput(_COMPLEX_ENDS.format("f returned"))
     return Recording(tape, statics)
 
 
