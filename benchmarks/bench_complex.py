@@ -1,6 +1,6 @@
 """Complex gradients: prepared diface calls against each engine's own idiom, in one process (issue 18).
 
-A real loss of complex z (a phase-retrieval-like Σ |z|⁴ − Re Σ conj(c) z²), its gradient 2∂̄f:
+A real loss of complex z (a phase-retrieval-like Σ |z|⁴ - Re Σ conj(c) z²), its gradient 2∂̄f:
 
 | engine | direct idiom (with its conjugation) | target |
 |---|---|---|
@@ -112,9 +112,9 @@ def tape_rows() -> list:
         return np.sum(np.abs(w) ** 2) + np.real(np.sum(np.conj(z) * z * C))
 
     rows = []
+    grad = autograd.grad(f)
     for n in SIZES:
         z = point(n)
-        grad = autograd.grad(f)
         prep = di.prepare_gradient(g, di.AutoTape(), z)
         assert np.allclose(prep.gradient(z), np.conj(grad(z)))
         times = interleaved({"autograd.grad": lambda z=z: grad(z), "tape": lambda p=prep, z=z: p.gradient(z)})
