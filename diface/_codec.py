@@ -77,6 +77,8 @@ def _ravel_traced(info: TreeInfo, tree: Any, where: str) -> Any:
     leaves, spec = info.flattener.flatten(tree)
     if spec != info.spec:
         raise ArgumentError(f"{where}: f returned {info.describe_structure_difference(tree, 'its output')}")
+    if info.single:
+        return to_pairs(leaves[0])  # one complex array: its pairs, shaped like it (as the tangents are)
     if any(info.complex_leaves):
         leaves = [to_pairs(v) if c else v for v, c in zip(leaves, info.complex_leaves)]
     parts = [reshaped(v, (-1,)) if hasattr(v, "shape") else np.asarray(v, dtype=np.float64).reshape(-1) for v in leaves]
@@ -335,9 +337,11 @@ class TreeCodec:
     def decode(self, kind: str, d: Any) -> Any:
         """One flat result as the user gets it: a tree like x or y, or blocks of a Jacobian or Hessian."""
         if kind == "x":
-            return self.xi.unravel(_flat(d)) if self.xi is not None else d
+            xi = self.xi
+            return (xi.unravel(d) if xi.single else xi.unravel(_flat(d))) if xi is not None else d
         if kind == "y":
-            return self.yi.unravel(_flat(d)) if self.yi is not None else d
+            yi = self.yi
+            return (yi.unravel(d) if yi.single else yi.unravel(_flat(d))) if yi is not None else d
         rows, cols = (self.yi, self.xi) if kind == "jac" else (self.xi, self.xi)
         return self._blocks(d, rows, cols, self.ny if kind == "jac" else self.nx, self.nx)
 

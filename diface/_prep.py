@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._arrays import ArrayOps
+from ._arrays import NUMPY, ArrayOps
 from ._codec import TreeCodec
 from ._contexts import check_contexts
 from ._convert import native_context_value, native_tangent, native_x
@@ -253,14 +253,33 @@ class Prep:
         codec, kernel, ops, guard = self.codec, self.kernel, self.ops, self.guard
         if codec is None or codec.xi is None or codec.imag or codec.yi is not None or self.has_aux:
             return None
-        if self.to_user or kernel.direct is None or self.same_point or self.op.tangent is not None:
+        if kernel.direct is None or self.same_point or self.op.tangent is not None:
             return None
         if self.delivery.layout is not None or guard.x_spec is None or not codec.x_is_array:
             return None
         xi, kind, decode, program = codec.xi, self.op.kinds[-1], codec.decode, kernel.direct
+        if self.to_user:  # NumPy in and out, where the program takes NumPy arrays
+            if not (self._takes_numpy and guard.x_spec[0] is np.ndarray and xi.single and kind == "x"):
+                return None
+            to_numpy = ops.to_numpy
+            if kernel.traceable:  # x goes to the compiled program as it is: one transfer, pairs made there
+                both = ops.compile(lambda x: ops.from_pairs(program(ops.to_pairs(x), ())))
+                return lambda x: to_numpy(both(x))
 
-        def run(x: Any) -> Any:
-            return decode(kind, program(xi.ravel_leaves([x]), ()))
+            def run_numpy(x: Any) -> Any:
+                return NUMPY.from_pairs(to_numpy(program(NUMPY.to_pairs(x), ())))
+
+            return run_numpy
+        if xi.single and kind == "x":  # the commonest: a gradient, complex like x
+            to_pairs, from_pairs = ops.to_pairs, ops.from_pairs
+
+            def run(x: Any) -> Any:
+                return from_pairs(program(to_pairs(x), ()))
+
+        else:
+
+            def run(x: Any) -> Any:
+                return decode(kind, program(xi.ravel_leaves([x]), ()))
 
         return ops.compile(run) if kernel.traceable else run
 

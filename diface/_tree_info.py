@@ -13,7 +13,7 @@ import numpy as np
 
 from ._arrays import NUMPY, ArrayOps, ops_for, reshaped
 from ._errors import ArgumentError, NotSupportedError, ShapeError
-from ._trees import SCALARS, flattener_for, tree_paths
+from ._trees import SCALARS, flattener_for, is_tree, tree_paths
 
 __all__ = ["TreeInfo", "ops_floating", "ravel"]
 
@@ -38,6 +38,7 @@ class TreeInfo:
         "ops",
         "scalar_leaves",
         "shapes",
+        "single",
         "sizes",
         "spec",
     )
@@ -50,6 +51,8 @@ class TreeInfo:
         parts travel beside it: `imag_of`)."""
         self.label = label
         self.mode = complex_mode
+        #: one complex array, not a tree: its flat form keeps its shape (pairs: a trailing axis of 2)
+        self.single = False
         self.flattener = flattener_for(tree)
         raw, self.spec = self.flattener.flatten(tree)
         leaves = _complex_numbers_as_arrays(raw) if complex_mode is not None else raw
@@ -95,6 +98,7 @@ class TreeInfo:
         #: the leaves' offsets counted in elements (rows and columns of Jacobians, complex ones once)
         self.elem_offsets = _offsets(elem_sizes)
         self.n = self.offsets[-1]
+        self.single = complex_mode is not None and not is_tree(tree) and self.complex_leaves == (True,)
         dtypes = [self.ops.real_dtype(v.dtype) if self.ops.is_complex(v.dtype) else v.dtype for v in arrays]
         if not dtypes:
             dtypes = [np.dtype(np.float64)]
@@ -208,6 +212,9 @@ class TreeInfo:
         def real_form(v: Any, c: bool) -> Any:
             return v if not c else ops.to_pairs(v) if pairs else ops.real(v)
 
+        if self.single:  # one complex array: its pairs (or real part) as they are, no copy where a view does
+            return lambda leaves: real_form(leaves[0], True)
+
         def ravel(leaves: list) -> Any:
             parts = [ops.reshape(real_form(v, c), (-1,)) for v, c in zip(leaves, complex_leaves)]
             if cast:
@@ -227,6 +234,8 @@ class TreeInfo:
         companion of `ravel_leaves`)."""
         leaves = _complex_numbers_as_arrays(leaves)
         ops = next((o for o in map(_array_ops_of, leaves) if o is not None), self.ops)
+        if self.single:
+            return ops.imag(leaves[0])
         parts = [ops.reshape(ops.imag(v), (-1,)) for v, c in zip(leaves, self.complex_leaves) if c]
         return parts[0] if len(parts) == 1 else ops.concat(parts)
 
@@ -234,6 +243,12 @@ class TreeInfo:
         """A tree of views of `flat` (any engine's traced array): what f sees inside a flat problem. Complex
         leaves are made of their pairs, or in "real" mode of `flat`'s real parts and `imag`; `views`: they
         must share `flat`'s memory (the output buffers of an in-place f)."""
+        if self.single:  # the flat form keeps the array's shape: no reshape (a node in a traced graph)
+            if self.mode == "pairs":
+                return _from_pairs(
+                    flat if tuple(flat.shape[:-1]) == self.shapes[0] else reshaped(flat, (*self.shapes[0], 2))
+                )
+            return (flat if tuple(flat.shape) == self.shapes[0] else reshaped(flat, self.shapes[0])) + 1j * imag
         if getattr(flat, "ndim", 1) == 0:  # the real part of a complex scalar x (derivative)
             flat = reshaped(flat, (1,))
         ops = ops_for(flat)
@@ -261,6 +276,9 @@ class TreeInfo:
     def split(self, flat: Any) -> list:
         """`flat` (a result, 1-D) cut into leaves of the leaves' shapes (and dtypes)."""
         ops = ops_for(flat) or NUMPY
+        if self.single and self.mode == "pairs":
+            shape = (*self.shapes[0], 2)
+            return [ops.from_pairs(flat if tuple(flat.shape) == shape else reshaped(flat, shape))]
         split = self._splits.get(ops)
         if split is None:
             split = self._splits[ops] = self._make_split(ops)

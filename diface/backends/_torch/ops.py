@@ -28,6 +28,7 @@ class TorchOps(ArrayOps):
         self.torch = torch
         self.Tensor = torch.Tensor
         self.array_types = (torch.Tensor,)
+        self.view_as_complex = torch.view_as_complex
         # (pattern, device) -> (crow, col): a sparse result's index tensors, made once per device
         self._csr_indices: dict[tuple[Any, Any], tuple[Any, Any]] = {}
 
@@ -225,9 +226,10 @@ class TorchOps(ArrayOps):
         return self.torch.view_as_real(z.resolve_conj())
 
     def from_pairs(self, v: Any) -> Any:
-        if v.stride(-1) == 1 and v.storage_offset() % 2 == 0 and all(s % 2 == 0 for s in v.stride()[:-1]):
-            return self.torch.view_as_complex(v)  # a view: no copy, differentiable
-        return self.torch.complex(v[..., 0], v[..., 1])
+        try:
+            return self.view_as_complex(v)  # a view: no copy, differentiable
+        except RuntimeError:  # strides a complex view cannot have
+            return self.torch.complex(v[..., 0], v[..., 1])
 
     def pairs_view(self, v: Any) -> Any:
         return self.torch.view_as_complex(v)
