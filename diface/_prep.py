@@ -253,11 +253,19 @@ class Prep:
         codec, kernel, ops, guard = self.codec, self.kernel, self.ops, self.guard
         if codec is None or codec.xi is None or codec.imag or codec.yi is not None or self.has_aux:
             return None
-        if kernel.direct is None or self.same_point or self.op.tangent is not None:
+        if self.same_point or self.op.tangent is not None:
             return None
         if self.delivery.layout is not None or guard.x_spec is None or not codec.x_is_array:
             return None
         xi, kind, decode, program = codec.xi, self.op.kinds[-1], codec.decode, kernel.direct
+        if program is None:  # the kernel's plain call, delivered
+            if self.to_user and not self._takes_numpy:
+                return None
+            kernel_run, deliver = kernel.run, self.delivery.deliver
+
+            def program(x: Any, cv: tuple) -> Any:
+                return deliver(kernel_run(x, None, cv, None, False), False, False, None, None)
+
         if self.to_user:  # NumPy in and out, where the program takes NumPy arrays
             if not (self._takes_numpy and guard.x_spec[0] is np.ndarray and xi.single and kind == "x"):
                 return None
