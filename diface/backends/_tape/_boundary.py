@@ -11,13 +11,18 @@ import numpy as np
 
 from ..._boundary import split_constants
 from ._graph import Traced
-from ._prim import InputsFrom, Prim, into
+from ._prim import OWN, InputsFrom, Prim, into
 
 __all__ = ["TapeBoundary"]
 
 
 class _Op(Prim):
-    """One product of a DifferentiateWith: the first `arity` inputs are arrays, the rest its constants."""
+    """One product of a DifferentiateWith: the first `arity` inputs are arrays, the rest its constants.
+    Complex values pass as they are (`OWN`): the inner backend's products are diface's, whose pullback is
+    the adjoint the tape's reverse sweep wants, and a real x gets a real cotangent from it (no promotion)."""
+
+    complex = OWN
+    promotes = False
 
     def __init__(self, dw: Any, name: str, arity: int) -> None:
         self.dw = dw
