@@ -76,6 +76,7 @@ def info(console: Console) -> int:
 def compare(console: Console, specs: list[str] | None, which: str) -> int:
     from .testing import _kit
     from .testing._complex import complex_intermediate_scenarios
+    from .testing._complex_scenarios import complex_scenarios
     from .testing._layouts import edge_scenarios, layout_scenarios
     from .testing._scenarios import default_scenarios
     from .testing._structural import structural_scenarios
@@ -86,8 +87,8 @@ def compare(console: Console, specs: list[str] | None, which: str) -> int:
         "structural": structural_scenarios,
         "layouts": layout_scenarios,
         "edges": edge_scenarios,
-        "complex": complex_intermediate_scenarios,
-        "all": _kit.all_scenarios,
+        "complex": lambda: complex_intermediate_scenarios() + complex_scenarios(),
+        "all": lambda: _kit.all_scenarios() + complex_intermediate_scenarios() + complex_scenarios(),
     }[which]()
     with progress(console, len(backends) * len(scenarios), "checking") as step:
         report = _kit.run_checks(backends, scenarios, progress=step)
@@ -108,7 +109,8 @@ def compare(console: Console, specs: list[str] | None, which: str) -> int:
     console.print(table)
     console.print(
         "cells: checks passed/run; [yellow]Nx[/]: expected failures (known engine limits); "
-        "[cyan]Nr[/]: refused with NotSupportedError, as the engine is known to; "
+        "[cyan]Nr[/]: refused as they must be (NotSupportedError where the engine or the mathematics has no "
+        "answer, such as the Jacobian of a non-holomorphic f); "
         "[dim]N-[/]: not applicable (the engine cannot run the scenario)"
     )
     expected = [r for r in report.rows if r.status in ("xfail", "xpass")]
@@ -175,12 +177,13 @@ def _cell(cell: dict[str, int]) -> str:
     if not cell:
         return ""
     passed = cell.get("pass", 0) + cell.get("xpass", 0)
-    run = sum(cell.values()) - cell.get("n/a", 0) - cell.get("unsupported", 0)
+    refused = cell.get("unsupported", 0) + cell.get("refused", 0)
+    run = sum(cell.values()) - cell.get("n/a", 0) - refused
     text = f"[red]{passed}/{run}[/]" if cell.get("fail") else f"[green]{passed}/{run}[/]"
     if cell.get("xfail"):
         text += f" [yellow]{cell['xfail']}x[/]"
-    if cell.get("unsupported"):
-        text += f" [cyan]{cell['unsupported']}r[/]"
+    if refused:
+        text += f" [cyan]{refused}r[/]"
     if cell.get("n/a"):
         text += f" [dim]{cell['n/a']}-[/]"
     return text
@@ -306,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run the test kit on every available backend",
         description="The test kit on every available backend: every operator variant, prepared at one point and "
         "called at another, each call twice, and from 8 threads. The default scenarios take under a minute; "
-        "--full runs every scenario (structural database, layouts, edge shapes, complex intermediates).",
+        "--full runs every scenario (structural database, layouts, edge shapes, complex numbers).",
         formatter_class=defaults,
     )
     backends_help = "backends by name, e.g. jax torch:forward finitediff:complex (default: every installed engine)"
