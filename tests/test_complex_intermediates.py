@@ -122,3 +122,43 @@ def test_every_namespace_has_what_the_scenarios_call():
     for xp in namespaces:
         assert all(hasattr(xp, f) for f in ("real", "imag", "conj", "abs", "angle", "exp", "sum", "stack"))
         assert hasattr(xp.fft, "fft")
+
+
+# -- the same scenarios with complex inputs (issue 23 with issue 18: one set of rules) ---------------------------
+#: the scenarios whose x holds the real and imaginary parts of z = x[:k] + 1j * x[k:]
+PAIRED = [s for s in SCENARIOS if np.ndim(s.x) == 1 and "fft" not in s.needs]
+
+
+def _complex_twin(scenario, xp):
+    """g(z) = f(concat(Re z, Im z)): the scenario's function of the complex z its x stands for."""
+    f = scenario.bind(xp)
+    return lambda z: f(xp.concatenate([xp.real(z), xp.imag(z)]))
+
+
+@pytest.mark.parametrize("backend", [b for b in _backends() if not isinstance(b, SO)], ids=repr)
+def test_the_scenarios_with_complex_inputs(backend):
+    """Each scenario's f as a function of the complex z its x holds: diface's pullback of g at z is the
+    pullback of f at x, read as a complex number (J^T ty)[:k] + 1j (J^T ty)[k:], and its pushforward of t
+    is f's of (Re t, Im t); the gradient of a real g is 2∂̄g the same way. The complex step has no place."""
+    if backend == FD("complex"):
+        pytest.skip(COMPLEX_STEP)
+    from diface._engines import namespace_of
+
+    xp = namespace_of(backend)
+    rng = np.random.default_rng(7)
+    for s in PAIRED:
+        k = s.x.size // 2
+        z = s.x[:k] + 1j * s.x[k:]
+        g = _complex_twin(s, xp)
+        jac = np.atleast_2d(s.jacobian(s.x))
+        ty = rng.standard_normal(jac.shape[0])
+        t = rng.standard_normal(k) + 1j * rng.standard_normal(k)
+        tol = {"rtol": 1e-6, "atol": 1e-6} if isinstance(backend, FD) else {"rtol": 1e-10, "atol": 1e-12}
+        pulled = ty @ jac
+        ty_arg = ty if np.ndim(s.jacobian(s.x)) > 1 else ty[0]
+        np.testing.assert_allclose(di.pullback(g, backend, z, ty_arg), pulled[:k] + 1j * pulled[k:], **tol)
+        pushed = jac @ np.concatenate([t.real, t.imag])
+        got = di.pushforward(g, backend, z, t)
+        np.testing.assert_allclose(np.reshape(got, -1), pushed, **tol)
+        if np.ndim(s.jacobian(s.x)) == 1:  # a real loss: its gradient
+            np.testing.assert_allclose(di.gradient(g, backend, z), pulled[:k] / ty[0] + 1j * pulled[k:] / ty[0], **tol)

@@ -3,7 +3,8 @@
 A cell is one engine x one composition (plain, `SecondOrder(e, e)`, `AutoSparse(e)`,
 `AutoSparse(SecondOrder(e, e))`, `AutoSparse(MixedMode(e, e))` where the engine has both modes) x one
 operator x NumPy or native input x one kind of data: flat arrays, a dict tree with a `Constant` context,
-or `has_aux`. The cells are generated from these factors, never listed by hand. Each cell prepares at
+`has_aux`, or complex arrays (SPEC.md, "Complex numbers": a holomorphic map, a real loss of complex x,
+whose `hessian` must be refused). The cells are generated from these factors, never listed by hand. Each cell prepares at
 one point and calls at another (the prepared call twice, the prep's method, the unprepared operator and
 the full variant), and compares every result with an analytic reference. Its outcome is "pass", or
 "refused" (a `NotSupportedError`, the documented refusal, with its message), or a defect: "wrong" (a
@@ -12,7 +13,7 @@ number off the reference) or "crash" (any other exception).
     >>> from diface.testing import composition_cells
     >>> cells = composition_cells(["tape"])
     >>> len(cells), cells[0]
-    (115, Cell(engine='tape', composition='plain', operator='pushforward', arrays='numpy', data='flat'))
+    (160, Cell(engine='tape', composition='plain', operator='pushforward', arrays='numpy', data='flat'))
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ COMPOSITIONS: dict[str, Callable[[Backend], Backend | None]] = {
     "AutoSparse(SecondOrder)": lambda e: AutoSparse(SecondOrder(e, e)),
     "AutoSparse(MixedMode)": lambda e: AutoSparse(MixedMode(e, e)) if len(e.native_modes) == 2 else None,
 }
-DATA = ("flat", "tree+Constant", "has_aux")
+DATA = ("flat", "tree+Constant", "has_aux", "complex")
 _FIRST_ORDER = ("pushforward", "pullback", "derivative", "gradient", "jacobian")
 _SCALAR_X = ("derivative", "second_derivative")
 
@@ -74,7 +75,7 @@ def _operators(data: str) -> tuple[str, ...]:
     if data == "has_aux":
         return _FIRST_ORDER
     names = tuple(OPERATORS)
-    return names if data == "flat" else tuple(op for op in names if op not in _SCALAR_X)
+    return names if data in ("flat", "complex") else tuple(op for op in names if op not in _SCALAR_X)
 
 
 def composition_cells(engine_names: Iterable[str] | None = None, sample: int = 1) -> list[Cell]:
@@ -154,10 +155,25 @@ class _Problem:
     tree: bool = False
 
     def flat(self, x: Any) -> np.ndarray:
-        return np.concatenate([x["a"], x["b"]]) if self.tree else np.asarray(x, dtype=np.float64)
+        if self.tree:
+            return np.concatenate([x["a"], x["b"]])
+        return np.asarray(x, dtype=np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
+def _complex_loss(xp: Any, z: Any) -> Any:
+    """A real loss of complex z: sum |z|^4 / 4 + 0.1 Re(sum z)^2 (gradient |z|^2 z + 0.2 Re(sum z))."""
+    a = xp.real(z * xp.conj(z))
+    return xp.sum(a * a) / 4 + 0.1 * xp.real(xp.sum(z)) ** 2
 
 
 def _problem(operator: str, data: str) -> _Problem:
+    if data == "complex":
+        if operator in _SCALAR_X:
+            return _Problem(_curve, np.complex128(0.3 + 0.2j), np.complex128(-0.7 + 0.4j), False)
+        z0 = np.array([0.2 + 0.1j, -0.4 + 0.3j, 0.1 - 0.2j, 0.3 + 0.05j])
+        z1 = np.array([0.5 - 0.2j, 0.1 + 0.4j, -0.3 - 0.1j, -0.2 + 0.3j])
+        scalar = OPERATORS[operator].scalar_y
+        return _Problem(_complex_loss if scalar else _vector, z0, z1, scalar)
     if operator in _SCALAR_X:
         return _Problem(_curve, np.float64(0.3), np.float64(-0.7), False)
     scalar = OPERATORS[operator].scalar_y
@@ -176,10 +192,15 @@ def _problem(operator: str, data: str) -> _Problem:
 def _references(problem: _Problem, x: Any, c: np.ndarray | None) -> dict:
     """value, derivative (or gradient), Jacobian, Hessian / second derivative, flat, at x."""
     if problem.f is _curve:
-        t = float(x)
+        t = complex(x) if np.iscomplexobj(x) else float(x)
         value = np.array([np.sin(t), t**2, np.exp(t)])
         jac = np.array([[np.cos(t)], [2 * t], [np.exp(t)]])
         return {"value": value, "jac": jac, "second": np.array([-np.sin(t), 2.0, np.exp(t)])}
+    if problem.f is _complex_loss:  # the gradient 2∂̄f; the hvp is the pushforward of the gradient map
+        z = np.asarray(x)
+        grad = np.abs(z) ** 2 * z + 0.2 * np.real(np.sum(z))
+        value = _complex_loss(np, z)
+        return {"value": np.asarray(value), "jac": grad[None, :], "hvp": lambda t: _complex_hvp(z, t)}
     xf = problem.flat(x)
     if problem.tree:
         assert c is not None  # a tree problem has its Constant
@@ -197,6 +218,11 @@ def _references(problem: _Problem, x: Any, c: np.ndarray | None) -> dict:
         return {"value": np.asarray(value), "jac": grad[None, :], "hess": hess}
     value = scales * _vector(np, xf)
     return {"value": value, "jac": scales[:, None] * _vector_jacobian(xf)}
+
+
+def _complex_hvp(z: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The pushforward of g(z) = |z|^2 z + 0.2 Re(sum z): 2|z|^2 t + z^2 conj(t) + 0.2 Re(sum t)."""
+    return 2 * np.abs(z) ** 2 * t + z**2 * np.conj(t) + 0.2 * np.real(np.sum(t))
 
 
 # -- running a cell ---------------------------------------------------------------------------------------
@@ -220,8 +246,9 @@ def _flat_result(r: Any) -> np.ndarray:
         return np.concatenate([_flat_result(r[k]) for k in sorted(r)]) if r else np.zeros(0)
     r = _dense(r)
     if hasattr(r, "detach"):
-        r = r.detach().cpu()
-    return np.asarray(r, dtype=np.float64).reshape(-1)
+        r = r.detach().cpu().resolve_conj()
+    r = np.asarray(r)
+    return r.reshape(-1) if np.iscomplexobj(r) else np.asarray(r, dtype=np.float64).reshape(-1)
 
 
 def _expected(
@@ -231,8 +258,8 @@ def _expected(
     jac = refs["jac"]
     if operator == "pushforward":
         return refs["value"], None, jac @ tangent
-    if operator == "pullback":
-        return refs["value"], None, tangent @ jac
+    if operator == "pullback":  # the adjoint: Jᴴ t (Jᵀ t for real J)
+        return refs["value"], None, tangent @ np.conj(jac)
     if operator in ("derivative", "jacobian"):
         return refs["value"], None, jac.reshape(-1) if operator == "jacobian" else jac[:, 0]
     if operator == "gradient":
@@ -242,10 +269,11 @@ def _expected(
     if operator == "hessian":
         return refs["value"], jac[0], refs["hess"].reshape(-1)
     if operator == "hvp":
-        return None, jac[0], refs["hess"] @ tangent
+        return None, jac[0], refs["hvp"](tangent) if "hvp" in refs else refs["hess"] @ tangent
     if operator in ("inverse_pushforward", "inverse_pullback"):
         assert tangent is not None  # an operator with a tangent has one (`_tangent`)
-        return refs["value"], None, np.linalg.solve(jac if operator == "inverse_pushforward" else jac.T, tangent)
+        adjoint = np.conj(jac).T
+        return refs["value"], None, np.linalg.solve(jac if operator == "inverse_pushforward" else adjoint, tangent)
     raise AssertionError(operator)
 
 
@@ -254,7 +282,10 @@ def _tangent(operator: str, problem: _Problem, seed: int) -> tuple[np.ndarray | 
     spec = OPERATORS[operator]
     if spec.tangent is None:
         return None, None
-    t = np.random.default_rng(seed).standard_normal(4)
+    rng = np.random.default_rng(seed)
+    t = rng.standard_normal(4)
+    if np.iscomplexobj(problem.x0) and not (spec.tangent == "ty" and problem.scalar_y):
+        t = t + 1j * rng.standard_normal(4)
     if not problem.tree:
         return t, t
     keys = ("a", "b") if spec.tangent == "tx" else ("u", "v")
@@ -277,7 +308,7 @@ def check_cell(cell: Cell) -> Outcome:
     def arg(value: Any) -> Any:
         if isinstance(value, dict):
             return {k: native(np.asarray(v)) for k, v in value.items()}
-        return native(np.asarray(value)) if not isinstance(value, np.float64) else native(value)
+        return native(np.asarray(value)) if not isinstance(value, (np.float64, np.complex128)) else native(value)
 
     tree = cell.data == "tree+Constant"
     aux = cell.data == "has_aux"
@@ -296,14 +327,22 @@ def check_cell(cell: Cell) -> Outcome:
     extra1 = () if t1 is None else (arg(t1),)
     kw = {"has_aux": True} if aux else {}
     refs = _references(problem, problem.x1, C1 if tree else None)
+    prepare, plain, full = getattr(ops, f"prepare_{operator}"), getattr(ops, operator), getattr(ops, spec.full_name)
+    if cell.data == "complex" and operator == "hessian":  # a real f of complex x has no complex Hessian
+        try:
+            prepare(f, backend, arg(problem.x0))
+        except NotSupportedError as e:
+            return Outcome(cell, "refused", str(e).splitlines()[0])
+        except Exception as e:
+            return Outcome(cell, "crash", f"{type(e).__name__}: {e}")
+        return Outcome(cell, "wrong", "the Hessian of a real f of complex x must be refused")
     want = _expected(operator, problem, refs, t1_flat)
     rtol, atol = tolerances(backend, operator)
-    prepare, plain, full = getattr(ops, f"prepare_{operator}"), getattr(ops, operator), getattr(ops, spec.full_name)
     x1 = arg(problem.x1)
 
     def compare(what: str, got: Any, expected: Any) -> str | None:
         g = _flat_result(got)
-        w = np.asarray(expected, dtype=np.float64).reshape(-1)
+        w = np.asarray(expected).reshape(-1)
         if g.shape != w.shape:
             return f"{what}: {g.size} values, expected {w.size}"
         if not np.allclose(g, w, rtol=rtol, atol=atol):

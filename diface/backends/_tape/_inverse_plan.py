@@ -103,6 +103,10 @@ def plan_inverse(tape: Tape) -> Plan | None:
     n = _size(slots[tape.x].shape)
     if tape.output == tape.x:
         return Plan([], tape.x, tape.output)
+    if any(slots[nd.output].dtype.kind == "c" for nd in nodes):
+        # complex values inside f (complex x and y held as real pairs): a step's width counts complex
+        # numbers, not the real ones they hold, so the plan cannot tell narrowing; dense or Krylov instead
+        return None
     if not slots[tape.output].active:
         raise Singular(None, "f's output does not depend on x")
     order = tape.forward_nodes()
