@@ -6,6 +6,10 @@ Rules (stacks of matrices broadcast; a batch of tangents is a leading axis), wit
 - eigh of a symmetric A = V diag(w) V^T: dw = diag(V^T dA V), dV = V (F o V^T dA V), F_ij = 1/(w_j - w_i)
   off the diagonal (0 for equal eigenvalues, whose eigenvectors are not unique); the cotangent is
   symmetrized. The handlers pass A built from the triangle LAPACK reads, so tangents are symmetric.
+  A complex Hermitian A = V diag(w) V^H takes the same rules with H for T: dw = Re diag(V^H dA V),
+  dV = V (F o V^H dA V) (JAX's gauge: v_k^H dv_k = 0, so the phase of each eigenvector is held; only
+  gauge-invariant functions of V have a meaning), and the VJPs are their adjoints under Re <u, v>:
+  V diag(g) V^H and (V (F o V^H G) V^H + its conjugate transpose) / 2.
 - eig with real eigenvalues, A V = V diag(w), unit columns: M = V^-1 dA V, dw = diag(M),
   dV = P(V (F o M)) with P(D) = D - V diag(V^T D) (the columns stay unit vectors).
 - svd (thin) A = U diag(s) V^T with J = U^T dA V, F_ij = 1/(s_j^2 - s_i^2): ds = diag(J),
@@ -26,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError
-from ._prim import Prim, dtype_of, into, shape_of
+from ._prim import OWN, Prim, conjugated, dtype_of, into, shape_of
 from ._sites import user_location
 
 __all__ = ["CHOLESKY", "EIG", "EIGH", "PINV", "QR", "SVD"]
@@ -38,6 +42,16 @@ def _t(a: Any) -> Any:
 
 def _sym(a: Any) -> Any:
     return np.multiply(np.add(a, _t(a)), 0.5)
+
+
+def _h(a: Any) -> Any:
+    """The conjugate transpose (the transpose of a real array, recording nothing more)."""
+    return conjugated(_t(a))
+
+
+def _herm(a: Any) -> Any:
+    """The Hermitian part (the symmetric part of a real array)."""
+    return np.multiply(np.add(a, _h(a)), 0.5)
 
 
 def _diag(a: Any) -> Any:
@@ -96,9 +110,11 @@ class _Part(Prim):
 
 # -- eigh ----------------------------------------------------------------------------------------------------
 class _Eigh(_Part):
-    """`upper`: LAPACK reads the upper triangle (UPLO="U"), so the values are NumPy's to the last bit."""
+    """`upper`: LAPACK reads the upper triangle (UPLO="U"), so the values are NumPy's to the last bit.
+    Real symmetric or complex Hermitian input (the rules conjugate where the values are complex)."""
 
     what = "eigh"
+    complex = OWN
 
     def decompose(self, a: Any, upper: bool = False) -> tuple:
         return tuple(np.linalg.eigh(a, UPLO="U" if upper else "L"))
@@ -106,9 +122,10 @@ class _Eigh(_Part):
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, upper: bool = False) -> Any:
         a = ins[0]
         w, v = EIGH[0](a, upper=upper), EIGH[1](a, upper=upper)
-        m = np.matmul(np.matmul(_t(v), _sym(ts[0])), v)
+        m = np.matmul(np.matmul(_h(v), _herm(ts[0])), v)
         if self.part == 0:
-            return into(out, _diag(m))
+            d = _diag(m)
+            return into(out, np.real(d) if dtype_of(d).kind == "c" else d)
         return into(out, np.matmul(v, np.multiply(_gaps(w, False), m)))
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, upper: bool = False) -> Any:
@@ -117,8 +134,8 @@ class _Eigh(_Part):
         if self.part == 0:
             inner = _as_diag(g, shape_of(a)[-1])
         else:
-            inner = np.multiply(_gaps(EIGH[0](a, upper=upper), False), np.matmul(_t(v), g))
-        return into(out, _sym(np.matmul(np.matmul(v, inner), _t(v))))
+            inner = np.multiply(_gaps(EIGH[0](a, upper=upper), False), np.matmul(_h(v), g))
+        return into(out, _herm(np.matmul(np.matmul(v, inner), _h(v))))
 
 
 EIGH = (_Eigh(0, "eigh values"), _Eigh(1, "eigh vectors"))

@@ -81,6 +81,17 @@ def _symmetric_from(a: Any, upper: bool) -> Any:
     return np.add(np.tril(a), np.swapaxes(np.tril(a, -1), -1, -2))
 
 
+def _hermitian_from(a: Any, upper: bool) -> Any:
+    """The Hermitian matrix LAPACK sees: the strict lower (or upper) triangle of a, its conjugate
+    transpose, and the real part of the diagonal (LAPACK ignores the imaginary part); a real a is
+    mirrored (`_symmetric_from`). Recorded, so the ignored entries get the derivative 0."""
+    if a.dtype.kind != "c":
+        return _symmetric_from(a, upper)
+    part = np.triu(a, 1) if upper else np.tril(a, -1)
+    diagonal = np.multiply(np.real(a), np.eye(shape_of(a)[-1]))
+    return np.add(np.add(part, np.swapaxes(np.conjugate(part), -1, -2)), diagonal)
+
+
 def _uplo(uplo: str) -> bool:
     if uplo not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
@@ -90,14 +101,14 @@ def _uplo(uplo: str) -> bool:
 @implements(np.linalg.eigh)
 def _eigh(a: Any, UPLO: str = "L") -> EighResult:
     upper = _uplo(UPLO)
-    s = _symmetric_from(_square(a, "eigh"), upper)
+    s = _hermitian_from(_square(a, "eigh"), upper)
     return EighResult(EIGH[0](s, upper=upper), EIGH[1](s, upper=upper))
 
 
 @implements(np.linalg.eigvalsh)
 def _eigvalsh(a: Any, UPLO: str = "L") -> Any:
     upper = _uplo(UPLO)
-    return EIGH[0](_symmetric_from(_square(a, "eigvalsh"), upper), upper=upper)
+    return EIGH[0](_hermitian_from(_square(a, "eigvalsh"), upper), upper=upper)
 
 
 @implements(np.linalg.eig)
