@@ -256,3 +256,20 @@ def test_a_double_eigenvalue_is_left_out_as_in_the_real_rules():
         for g in (_degenerate(lambda m: m), _degenerate(lambda m: m.astype(complex))):
             assert np.all(np.isfinite(di.gradient(g, b, p)))
             assert np.all(np.isfinite(di.hvp(g, b, p, t)))
+
+
+def test_complex64_stays_single_precision():
+    def loss(dtype):
+        a0, b, wv = A0.astype(dtype), B.astype(dtype), WV.astype(np.real(np.zeros(1, dtype)).dtype)
+
+        def f(p):
+            w, v = np.linalg.eigh(np.tril(a0 + np.tensordot(p, b, axes=1)))
+            return np.sum(w**2) + np.sum(np.abs(v) ** 4 * wv)
+
+        return f
+
+    exact = di.gradient(loss(np.complex128), di.AutoTape(), P)
+    for bk in TAPES:
+        g = di.gradient(loss(np.complex64), bk, P.astype(np.float32))
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, exact, rtol=1e-4, atol=1e-4 * np.abs(exact).max())

@@ -88,7 +88,8 @@ def _hermitian_from(a: Any, upper: bool) -> Any:
     if a.dtype.kind != "c":
         return _symmetric_from(a, upper)
     part = np.triu(a, 1) if upper else np.tril(a, -1)
-    diagonal = np.multiply(np.real(a), np.eye(shape_of(a)[-1]))
+    diagonal = np.real(a)
+    diagonal = np.multiply(diagonal, np.eye(shape_of(a)[-1], dtype=diagonal.dtype))  # complex64 stays
     return np.add(np.add(part, np.swapaxes(np.conjugate(part), -1, -2)), diagonal)
 
 
