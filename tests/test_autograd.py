@@ -837,3 +837,37 @@ def test_layouts_and_edge_shapes(backend):
                 continue
             failures += check_operator(backend, scenario, op)
     assert not failures, "\n".join(map(str, failures))
+
+
+# -- autograd's own rules that are wrong for some calls (found by tests/test_autograd_complex_suite.py) ------------
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+@pytest.mark.parametrize("n", [2, 6])
+def test_rfft_with_n_by_keyword_pulls_back_like_by_position(mode, n):
+    """autograd's rfft VJP reads n from a positional argument only: by keyword it scaled by x's length."""
+    x = np.linspace(-1.0, 1.0, 16).reshape(4, 4) ** 2
+    k = np.arange(n // 2 + 1)
+    ty = np.outer(np.arange(1.0, 5.0), np.cos(k + 0.5) + 1j * np.sin(2 * k + 1))
+    J = np.stack([np.fft.rfft(e.reshape(4, 4), n=n) for e in np.eye(16)], -1)  # the real Jacobian, by columns
+    want = np.real(np.einsum("ijk,ij->k", np.conj(J), ty)).reshape(4, 4)  # its adjoint applied to ty
+    for f in (lambda x: anp.fft.rfft(x, n=n), lambda x: anp.fft.rfft(x, n)):
+        np.testing.assert_allclose(di.pullback(f, A(mode), x, ty), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_complex_cholesky_is_refused_not_wrong(mode):
+    """autograd's cholesky VJP holds for real matrices only; the real case still works."""
+    f = lambda x: anp.linalg.cholesky(x @ anp.conj(x.T) + 3 * anp.eye(2))
+    z = np.array([[1.0 + 0.5j, 0.2], [-0.3j, 0.7 - 0.1j]])
+    with pytest.raises(di.NotSupportedError, match="cholesky"):
+        di.pullback(f, A(mode), z, np.ones((2, 2), complex))
+    r = np.real(z)
+    got = di.pullback(f, A(mode), r, np.tril(np.ones((2, 2))))
+    np.testing.assert_allclose(got, di.pullback(f, FD(), r, np.tril(np.ones((2, 2)))), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_a_rule_refusing_in_the_backward_pass_is_not_supported(mode):
+    """autograd's diagonal VJP raises NotImplementedError as it runs (off the last two axes)."""
+    f = lambda x: anp.diagonal(x, 1, 1, 2)
+    with pytest.raises(di.NotSupportedError, match="diagonal"):
+        di.pullback(f, A(mode), np.ones((3, 4, 5)), np.ones((3, 4)))

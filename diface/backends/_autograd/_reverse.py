@@ -17,6 +17,7 @@ import numpy as np
 from ..._problem import dtype_of, shape_of
 from ._internals import AG, node_type
 from ._messages import no_vjp_rule, rule_failed
+from ._rule_fixes import rule_arguments
 from ._shapes import fit_cotangent, fresh, shape_or_none
 from ._trace import trace
 
@@ -27,13 +28,14 @@ __all__ = ["Tape"]
 class VJPNode:
     """A reverse-mode node: its parents, the primitive's VJP closure, and the shape of its value."""
 
-    __slots__ = ("parents", "shape", "vjp")
+    __slots__ = ("argnums", "fun", "parents", "shape", "vjp")
 
     def __init__(self, value: Any, fun: Any, args: tuple, kwargs: dict, argnums: tuple, parents: tuple) -> None:
         maker = AG.primitive_vjps.get(fun)
         if maker is None:
             raise no_vjp_rule(fun)
-        self.parents = parents
+        self.parents, self.fun, self.argnums = parents, fun, argnums
+        args, kwargs = rule_arguments(fun, args, kwargs)
         try:
             self.vjp = maker(argnums, value, args, kwargs)
         except TypeError as e:
@@ -46,6 +48,7 @@ class VJPNode:
     def root(cls, x: Any) -> VJPNode:
         node = cls.__new__(cls)
         node.parents, node.vjp, node.shape = (), None, shape_or_none(x)
+        node.fun, node.argnums = None, ()
         return node
 
 
@@ -75,7 +78,11 @@ class Tape:
             grads = {end: (ct, False)}
             pop = grads.pop
             for node in order:
-                for parent, pg in zip(node.parents, node.vjp(pop(node)[0])):
+                try:
+                    pgs = node.vjp(pop(node)[0])
+                except NotImplementedError as e:  # a rule that refuses as it runs (np.diagonal off the last axes)
+                    raise no_vjp_rule(node.fun, node.argnums, e) from e
+                for parent, pg in zip(node.parents, pgs):
                     shape = parent.shape
                     if shape is not None:
                         raw = pg
