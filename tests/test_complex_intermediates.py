@@ -37,8 +37,8 @@ def _backends() -> list:
     backends += [SO(tape(outer), tape(inner)) for outer, inner in (("forward", "reverse"), ("reverse", "reverse"))]
     if HAS_TORCH:
         backends += [di.AutoTorch(m) for m in MODES]
-    if HAS_JAX:
-        backends += [di.AutoJAX(m) for m in MODES]
+    if HAS_JAX:  # "auto" is one of the two per operator: JAX compiles every preparation, so only those
+        backends += [di.AutoJAX(m) for m in ("forward", "reverse")]
     return backends
 
 
@@ -135,7 +135,9 @@ def _complex_twin(scenario, xp):
     return lambda z: f(xp.concatenate([xp.real(z), xp.imag(z)]))
 
 
-@pytest.mark.parametrize("backend", [b for b in _backends() if not isinstance(b, SO)], ids=repr)
+@pytest.mark.parametrize(
+    "backend", [b for b in _backends() if not isinstance(b, SO) and getattr(b, "mode", "") != "auto"], ids=repr
+)
 def test_the_scenarios_with_complex_inputs(backend):
     """Each scenario's f as a function of the complex z its x holds: diface's pullback of g at z is the
     pullback of f at x, read as a complex number (J^T ty)[:k] + 1j (J^T ty)[k:], and its pushforward of t
