@@ -11,16 +11,15 @@ invisible to them.
 
 from __future__ import annotations
 
-import importlib.util
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from test_differentiate_with import _needs
 
 import diface as di
 
-HAVE = {e: importlib.util.find_spec(e) is not None for e in ("torch", "jax", "autograd")}
 C = 0.7 - 0.4j
 Z = np.array([1.0 + 2.0j, 0.5 - 1.0j, -0.3 + 0.2j])
 XR = np.array([0.3, -0.5, 0.8])
@@ -41,16 +40,6 @@ OUTERS = (
     "torch-direct",
     "autograd-direct",
 )
-
-
-def _needs(*engines: str) -> None:
-    for e in engines:
-        if e in HAVE and not HAVE[e]:
-            pytest.skip(f"{e} is not installed")
-    if "jax" in engines:
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
 
 
 def _ns(engine: str) -> Any:

@@ -79,11 +79,8 @@ class ComplexScenario(Scenario):
         return {**refused, **self.refuses}
 
     def operators(self) -> list[str]:
-        ops = ["pushforward", "pullback", "jacobian"]
-        if self.scalar_x:
-            ops.append("derivative")
+        ops = self.first_order_operators()
         if self.scalar_y:
-            ops.append("gradient")
             if not self.complex_y and self.gradient_wirtinger is not None:
                 ops.append("hvp")
             if not self.complex_y and self.complex_x:

@@ -145,13 +145,18 @@ class Scenario:
         """The real dtype whose real or complex counterpart results must have (None: not checked)."""
         return None
 
-    def operators(self) -> list[str]:
-        """The operators that apply to this scenario (those it must refuse included)."""
+    def first_order_operators(self) -> list[str]:
+        """The first-order operators that apply to this scenario's shapes."""
         ops = ["pushforward", "pullback", "jacobian"]
         if self.scalar_x:
             ops.append("derivative")
         if self.scalar_y:
             ops.append("gradient")
+        return ops
+
+    def operators(self) -> list[str]:
+        """The operators that apply to this scenario (those it must refuse included)."""
+        ops = self.first_order_operators()
         if not self.inplace:
             if self.scalar_y and self.hessian is not None:
                 ops += ["hvp", "hessian"]
