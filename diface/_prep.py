@@ -18,6 +18,7 @@ import numpy as np
 
 from ._arrays import NUMPY, ArrayOps
 from ._codec import TreeCodec
+from ._complex import complex_rows
 from ._contexts import check_contexts
 from ._convert import native_context_value, native_tangent, native_x
 from ._deliver import Delivery
@@ -90,6 +91,12 @@ class Prep:
         self.evaluations = kernel.evaluations
         if kernel.layout is not None:  # a sparse Jacobian or Hessian: the pattern and the coloring
             self.sparsity_pattern = kernel.layout.scipy_pattern()
+            if codec is not None and codec.yi is not None and any(codec.yi.complex_leaves):
+                # the pattern of the complex outputs (each row a pair of the flat problem's)
+                pairs = complex_rows(
+                    self.sparsity_pattern.astype(np.float64), codec.yi.complex_leaves, codec.yi.offsets
+                )
+                self.sparsity_pattern = pairs != 0
             self.coloring = kernel.layout.coloring
             self.ncolors = self.coloring.ncolors
             self.column_colors, self.row_colors = self.coloring.column_colors, self.coloring.row_colors

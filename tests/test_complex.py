@@ -332,3 +332,17 @@ def test_complex_step_refuses_complex_inputs():
         di.gradient(bind(loss, FD()), FD("complex"), Z)
     with pytest.raises(di.NotSupportedError, match=r"method='complex'"):
         di.jacobian(lambda t: np.exp(1j * t), FD("complex"), np.array([0.1, 0.2]))
+
+
+def test_sparse_pattern_is_the_complex_one():
+    """A sparse complex Jacobian's pattern has one row per complex output (the pairs' rows combined)."""
+    z = np.array([1 + 2j, 0.5 - 1j, -0.3 + 0.1j, 0.2j])
+    prep = di.prepare_jacobian(lambda v: v[1:] * v[:-1], di.AutoSparse(di.AutoTape()), z)
+    assert prep.sparsity_pattern.shape == (3, 4)
+    np.testing.assert_array_equal(prep.sparsity_pattern.toarray(), np.eye(3, 4) + np.eye(3, 4, 1))
+    w = np.append(Z0, 0.5j)
+    want = np.zeros((3, 4), complex)
+    want[np.arange(3), np.arange(3)] = w[1:]  # d(v[i+1] v[i])/dv[i]
+    want[np.arange(3), np.arange(1, 4)] = w[:-1]
+    for _ in range(2):
+        np.testing.assert_allclose(prep.jacobian(w).toarray(), want, atol=1e-14)
