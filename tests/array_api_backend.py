@@ -390,5 +390,9 @@ class AutoArrayAPI(Backend):
             raise di.NotSupportedError(f"{self!r} differentiates its own derivatives only, not those of {inner!r}")
         return _NestedDuals(problem)
 
+    def check_complex(self, where: str) -> None:
+        # the core holds complex x and y as real pairs, made with xp.real and xp.imag: no dual rules here
+        raise di.NotSupportedError(f"{where}: AutoArrayAPI's dual numbers are real: no complex inputs or outputs")
+
 
 register_engine(AutoArrayAPI, name="arrayapi", namespace=xp.__name__)

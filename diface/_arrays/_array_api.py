@@ -71,6 +71,17 @@ class ArrayAPIOps(ArrayOps):
     def imag(self, a: Any) -> Any:
         return self.xp.imag(a)
 
+    def real(self, a: Any) -> Any:
+        return self.xp.real(a)
+
+    def from_pairs(self, v: Any) -> Any:
+        # the standard has no real-times-complex-scalar promotion: both parts cast first
+        dtype = self.complex_dtype(v.dtype)
+        return self.xp.astype(v[..., 0], dtype) + self.xp.astype(v[..., 1], dtype) * 1j
+
+    def real_dtype(self, dtype: Any) -> Any:
+        return self.xp.real(self.xp.zeros((), dtype=dtype)).dtype
+
     def astype(self, a: Any, dtype: Any) -> Any:
         return self.xp.astype(a, dtype)
 
