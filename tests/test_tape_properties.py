@@ -116,7 +116,7 @@ def _off_the_bounds(v: float, bounds: tuple = CLIP_BOUNDS) -> bool:
 
 coordinates = st.floats(-2.0, 2.0, allow_nan=False, allow_subnormal=False).filter(_off_the_bounds)
 points = st.lists(coordinates, min_size=N, max_size=N).map(np.array)
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=True)
+SETTINGS = settings(max_examples=100, deadline=None, derandomize=True)
 TAPE = di.AutoTape()
 
 
