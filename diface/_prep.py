@@ -2,9 +2,10 @@
 
 A preparation holds the backend's `Kernel` for one problem and what the call path made around it at
 preparation: the strict check (`diface._strict.Guard`), the delivery of results (`diface._deliver`),
-for structured calls the codec between trees and the flat problem (`diface._codec`), and the direct
-route of calls that pass nothing but x and contexts (built once, here, from the kernel's `direct`
-program: used by `di.gradient(..., prep=prep)`, by `prep.gradient` and by trees alike).
+for structured calls the codec between trees (or complex arrays, held as real pairs) and the flat
+problem (`diface._codec`), and the direct routes of calls that pass nothing but x and contexts (built
+once from the kernel's `direct` program, here for arrays and in `diface._prep_routes` for trees and
+complex arrays: used by `di.gradient(..., prep=prep)` and by `prep.gradient` alike).
 
 `run(full, x, extra, contexts, out, y)` is every call: check, convert, run the kernel, deliver.
 """
@@ -16,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._arrays import NUMPY, ArrayOps
+from ._arrays import ArrayOps
 from ._codec import TreeCodec
 from ._complex import complex_rows
 from ._contexts import check_contexts
@@ -25,6 +26,7 @@ from ._deliver import Delivery
 from ._errors import ArgumentError
 from ._kernel import Kernel
 from ._optable import Operator
+from ._prep_routes import complex_array_route, tree_route
 from ._problem import Problem
 from ._strict import Guard, labelled
 
@@ -110,8 +112,8 @@ class Prep:
             else None
         )
         self._direct = self._direct_route() if codec is None else None
-        self._tree_direct = self._tree_route() if codec is not None else None
-        self._array_direct = self._complex_array_route()
+        self._tree_direct = tree_route(self) if codec is not None else None
+        self._array_direct = complex_array_route(self)
         self._quick = (self._quick_route(False), self._quick_route(True))
 
     @property
@@ -202,101 +204,6 @@ class Prep:
             return d[()] if scalar else d
 
         return direct
-
-    def _tree_route(self) -> Callable[[Any, tuple, bool, bool], Any] | None:
-        """The direct route on trees, for calls with x and contexts alone: flatten x, test its leaves (and
-        the contexts), then ravel -> the kernel -> the results cut into trees (-> f's auxiliary output) as
-        one compiled program per variant where the array library compiles and the kernel can be traced
-        into it (JAX: one `jit`); elsewhere the plain variant around the kernel's direct program."""
-        codec, kernel, ops = self.codec, self.kernel, self.ops
-        if codec is None or codec.xi is None or codec.imag or self.to_user or self.delivery.layout is not None:
-            return None
-        if self.same_point or self.op.tangent is not None:
-            return None
-        traced = kernel.traceable and ops.compiles
-        program, has_aux = kernel.direct, self.has_aux
-        if not traced and (program is None or has_aux):
-            return None
-        xi, kind, decode, deliver = codec.xi, self.op.kinds[-1], codec.decode, self.delivery.deliver
-
-        def results(leaves: list, cv: tuple, full: bool) -> Any:
-            x = xi.ravel_leaves(leaves)
-            if program is not None and not full and not has_aux:
-                return decode(kind, program(x, cv))
-            out = codec.decode_all(deliver(kernel.run(x, None, cv, None, full), full, False, None, None), full)
-            if not has_aux:
-                return out
-            aux = codec.aux(x, cv, ops, False)
-            return ((out[0], aux), *out[1:]) if full else (out, aux)
-
-        programs: list = [ops.compile(lambda leaves, cv: results(leaves, cv, False))]
-        programs.append(ops.compile(lambda leaves, cv: results(leaves, cv, True)) if traced else None)
-        tried = [False, False]
-        flatten, matches, contexts_match = xi.flattener.flatten, xi.matches, self.guard.contexts_match
-        general, values = self._run, self._values
-
-        def direct(x: Any, contexts: tuple, check: bool, full: bool) -> Any:
-            fused = programs[full]
-            leaves, spec = flatten(x)
-            if fused is None or not matches(leaves, spec) or (contexts and not contexts_match(contexts)):
-                return general(full, x, None, contexts, None, None, check)  # says what differs, or copes
-            cv = values(contexts, leaves[0]) if contexts else ()
-            if tried[full]:
-                return fused(leaves, cv)
-            try:  # the first call compiles: what the library cannot compile (aux of strings) takes the general path
-                return fused(leaves, cv)
-            except Exception:
-                programs[full] = None
-                return general(full, x, None, contexts, None, None, check)
-            finally:
-                tried[full] = True
-
-        return direct
-
-    def _complex_array_route(self) -> Callable[[Any], Any] | None:
-        """`x -> result` of the plain operator for a complex array x of the prepared spec (not a tree: the
-        codec only holds it as real pairs): pairs -> the kernel's direct program -> complex numbers, one
-        compiled program where the library compiles (JAX), so a prepared call costs one dispatch."""
-        codec, kernel, ops, guard = self.codec, self.kernel, self.ops, self.guard
-        if codec is None or codec.xi is None or codec.imag or codec.yi is not None or self.has_aux:
-            return None
-        if self.same_point or self.op.tangent is not None:
-            return None
-        if self.delivery.layout is not None or guard.x_spec is None or not codec.x_is_array:
-            return None
-        xi, kind, decode, program = codec.xi, self.op.kinds[-1], codec.decode, kernel.direct
-        if program is None:  # the kernel's plain call, delivered
-            if self.to_user and not self._takes_numpy:
-                return None
-            kernel_run, deliver = kernel.run, self.delivery.deliver
-
-            def program(x: Any, cv: tuple) -> Any:
-                return deliver(kernel_run(x, None, cv, None, False), False, False, None, None)
-
-        if self.to_user:  # NumPy in and out, where the program takes NumPy arrays
-            if not (self._takes_numpy and guard.x_spec[0] is np.ndarray and xi.single and kind == "x"):
-                return None
-            to_numpy = ops.to_numpy
-            if kernel.traceable:  # x goes to the compiled program as it is: one transfer, pairs made there
-                both = ops.compile(lambda x: ops.from_pairs(program(ops.to_pairs(x), ())))
-                return lambda x: to_numpy(both(x))
-
-            def run_numpy(x: Any) -> Any:
-                return NUMPY.from_pairs(to_numpy(program(NUMPY.to_pairs(x), ())))
-
-            return run_numpy
-        if xi.single and kind == "x":  # the commonest: a gradient, complex like x
-            to_pairs, from_pairs = ops.to_pairs, ops.from_pairs
-
-            def run(x: Any) -> Any:
-                return from_pairs(program(to_pairs(x), ()))
-
-        else:
-
-            def run(x: Any) -> Any:
-                return decode(kind, program(xi.ravel_leaves([x]), ()))
-
-        return ops.compile(run) if kernel.traceable else run
 
     # -- checking -------------------------------------------------------------------------------------
     def check(self, x: Any, extra: Any, contexts: tuple, y: Any, f: Any = None, backend: Any = None) -> None:

@@ -68,6 +68,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "diface._strict",
             "diface._deliver",
             "diface._codec",
+            "diface._prep_routes",
             "diface._prep",
             "diface._prep_classes",
             "diface._prepare",
