@@ -363,6 +363,11 @@ class TreeCodec:
     def _blocks(self, d: Any, rows: TreeInfo | None, cols: TreeInfo | None, nrows: int, ncols: int) -> Any:
         ops = self.ops
         scipy_sparse = hasattr(d, "tocsr")
+        native_sparse = not scipy_sparse and ops.is_sparse(d)
+        if rows is not None and rows.single and native_sparse and (cols is None or cols.single):
+            combined = ops.sparse_pairs_to_complex(d)  # one complex output: the matrix stays sparse
+            if combined is not None:
+                return combined
         if rows is not None and any(rows.complex_leaves):  # complex outputs' rows as pairs: combined
             m = d.tocsr() if scipy_sparse else ops.sparse_to_dense(d) if ops.is_sparse(d) else d
             d = complex_rows(reshaped(m, (nrows, ncols)) if not scipy_sparse else m, rows.complex_leaves, rows.offsets)

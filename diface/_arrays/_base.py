@@ -118,6 +118,11 @@ class ArrayOps(abc.ABC):
         """The complex array of a real one with a trailing axis of 2 (the inverse of `to_pairs`)."""
         return v[..., 0] + 1j * v[..., 1]
 
+    def sparse_pairs_to_complex(self, a: Any) -> Any:
+        """A native sparse matrix whose rows are (real, imaginary) pairs, interleaved, as the complex sparse
+        matrix of half as many rows; None where the library has no such operation (the caller densifies)."""
+        return None
+
     def pairs_view(self, v: Any) -> Any:
         """The complex array of pairs `v` as a view sharing `v`'s memory (what an in-place f writes into);
         `NotSupportedError` where the library has no such view."""

@@ -188,6 +188,15 @@ class JaxOps(ArrayOps):
     def sparse_to_dense(self, a: Any) -> Any:
         return a.todense()
 
+    def sparse_pairs_to_complex(self, a: Any) -> Any:
+        from jax.experimental import sparse
+
+        jnp = self.jnp
+        rows = a.indices[:, 0]
+        data = jnp.where(rows % 2 == 1, 1j, 1.0).astype(self.complex_dtype(a.data.dtype)) * a.data
+        indices = a.indices.at[:, 0].set(rows // 2)
+        return sparse.BCOO((data, indices), shape=(a.shape[0] // 2, a.shape[1])).sum_duplicates()
+
     def norm(self, a: Any) -> float:
         return float(self.jnp.linalg.norm(a))
 

@@ -197,6 +197,16 @@ class TorchOps(ArrayOps):
     def sparse_to_dense(self, a: Any) -> Any:
         return a.to_dense()
 
+    def sparse_pairs_to_complex(self, a: Any) -> Any:
+        t = self.torch
+        coo = a.to_sparse_coo().coalesce()
+        rows, cols = coo.indices()
+        odd = (rows % 2 == 1).to(coo.values().dtype)
+        values = t.complex(coo.values() * (1 - odd), coo.values() * odd)  # the odd rows are imaginary parts
+        shape = (a.shape[0] // 2, a.shape[1])
+        pairs = t.sparse_coo_tensor(t.stack([rows // 2, cols]), values, shape, check_invariants=True).coalesce()
+        return pairs.to_sparse_csr() if a.layout == t.sparse_csr else pairs
+
     def norm(self, a: Any) -> float:
         return float(self.torch.linalg.vector_norm(a))
 
