@@ -245,9 +245,8 @@ class TreeInfo:
         must share `flat`'s memory (the output buffers of an in-place f)."""
         if self.single:  # the flat form keeps the array's shape: no reshape (a node in a traced graph)
             if self.mode == "pairs":
-                return _from_pairs(
-                    flat if tuple(flat.shape[:-1]) == self.shapes[0] else reshaped(flat, (*self.shapes[0], 2))
-                )
+                pairs = flat if tuple(flat.shape[:-1]) == self.shapes[0] else reshaped(flat, (*self.shapes[0], 2))
+                return _pairs_view(pairs) if views else _from_pairs(pairs)
             return (flat if tuple(flat.shape) == self.shapes[0] else reshaped(flat, self.shapes[0])) + 1j * imag
         if getattr(flat, "ndim", 1) == 0:  # the real part of a complex scalar x (derivative)
             flat = reshaped(flat, (1,))

@@ -222,6 +222,10 @@ def test_out_buffers_and_inplace(backend):
         np.testing.assert_allclose(y, Z**2)
         np.testing.assert_allclose(jac, np.diag(2 * Z), **kw)
         np.testing.assert_allclose(di.pullback(fi, backend, Z, T[0], y=y), np.conj(2 * Z) * T[0], **kw)
+        y0 = np.zeros((), np.complex128)  # a 0-d complex output is written through a view too
+        value, d = di.value_and_derivative(lambda y, t: fi(y, t * (1 + 1j)), backend, 0.5, y=y0)
+        assert value is y0
+        np.testing.assert_allclose((y0, d), (0.25j * 2, 2j), **kw)
 
 
 @pytest.mark.parametrize("backend", VARIANT_BACKENDS, ids=repr)
