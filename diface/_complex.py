@@ -33,6 +33,7 @@ from ._errors import NotSupportedError
 __all__ = [
     "HOLOMORPHIC_OPERATORS",
     "complex_rows",
+    "from_pairs",
     "has_complex_dtype",
     "holomorphic_residual",
     "holomorphy_error",
@@ -66,6 +67,13 @@ def to_pairs(z: Any) -> Any:
     if ops is not None:
         return ops.to_pairs(z)
     return np.stack([np.real(z), np.imag(z)], axis=-1)
+
+
+def from_pairs(v: Any) -> Any:
+    """Real pairs `v` (any engine's traced array, or one no namespace owns: the tape's) as complex numbers,
+    the inverse of `to_pairs`."""
+    ops = ops_for(v)
+    return ops.from_pairs(v) if ops is not None else v[..., 0] + 1j * v[..., 1]
 
 
 def complex_rows(m: Any, complex_leaves: tuple, offsets: tuple) -> Any:
@@ -151,9 +159,7 @@ def realify(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def on_pairs(v: Any, *args: Any) -> Any:
-        ops = ops_for(v)
-        z = ops.from_pairs(v) if ops is not None else v[..., 0] + 1j * v[..., 1]
-        out = f(z, *args)
+        out = f(from_pairs(v), *args)
         return to_pairs(out) if has_complex_dtype(out) or _traced_complex(out) else out
 
     return on_pairs

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ._arrays import NUMPY, ArrayOps, ops_for, reshaped
+from ._complex import from_pairs
 from ._errors import ArgumentError, NotSupportedError, ShapeError
 from ._trees import SCALARS, flattener_for, is_tree, tree_paths
 
@@ -246,7 +247,7 @@ class TreeInfo:
         if self.single:  # the flat form keeps the array's shape: no reshape (a node in a traced graph)
             if self.mode == "pairs":
                 pairs = flat if tuple(flat.shape[:-1]) == self.shapes[0] else reshaped(flat, (*self.shapes[0], 2))
-                return _pairs_view(pairs) if views else _from_pairs(pairs)
+                return _pairs_view(pairs) if views else from_pairs(pairs)
             return (flat if tuple(flat.shape) == self.shapes[0] else reshaped(flat, self.shapes[0])) + 1j * imag
         if getattr(flat, "ndim", 1) == 0:  # the real part of a complex scalar x (derivative)
             flat = reshaped(flat, (1,))
@@ -262,7 +263,7 @@ class TreeInfo:
             elif views:
                 leaves.append(_pairs_view(reshaped(v, (*s, 2))))
             elif imag_parts is None:
-                leaves.append(_from_pairs(reshaped(v, (*s, 2))))
+                leaves.append(from_pairs(reshaped(v, (*s, 2))))
             else:
                 leaves.append(reshaped(v, s) + 1j * reshaped(next(imag_parts), s))
         return self.flattener.unflatten(self.spec, leaves)
@@ -317,12 +318,6 @@ def _offsets(sizes: Any) -> tuple[int, ...]:
     for n in sizes:
         offsets.append(offsets[-1] + n)
     return tuple(offsets)
-
-
-def _from_pairs(v: Any) -> Any:
-    """The complex array of pairs `v` (any engine's traced array, or one no namespace owns: the tape's)."""
-    ops = ops_for(v)
-    return ops.from_pairs(v) if ops is not None else v[..., 0] + 1j * v[..., 1]
 
 
 def _pairs_view(v: Any) -> Any:
