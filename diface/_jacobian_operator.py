@@ -50,20 +50,23 @@ class JacobianOperator:
         self._f, self._backend, self._x, self._contexts = f, backend, x, contexts
         self._x_complex = has_complex_dtype(x)
         if self._x_complex:  # J is the complex derivative: a complex matrix only for holomorphic f
-            xi = TreeInfo(x, "x", "jacobian_operator", complex_mode="real")
-            require_holomorphic(xi, f, backend, x, contexts, None, False, "jacobian_operator", "jacobian_operator")
-        self._push = prepare_pushforward_same_point(f, backend, x, (x,), *contexts, strict=False)
+            x_info = TreeInfo(x, "x", "jacobian_operator", complex_mode="real")
+            require_holomorphic(x_info, f, backend, x, contexts, None, False, "jacobian_operator", "jacobian_operator")
+        push = self._push = prepare_pushforward_same_point(f, backend, x, (x,), *contexts, strict=False)
         self._pull: PullbackPrep | None = None
-        y = self._push.value_and_pushforward(x, (x,), *contexts)[0]
-        self._y_complex = has_complex_dtype(y)
-        self.x_shape, self.y_shape = tuple(x.shape), tuple(y.shape)
-        self._y_dtype = y.dtype
+        # a complex array is held as real pairs by the preparation: its codec knows the user's shapes
+        codec = push.codec
+        xi = codec.xi if codec is not None and codec.xi is not None and codec.xi.single else None
+        yi = codec.yi if codec is not None and codec.yi is not None and codec.yi.single else None
+        self._y_complex = yi is not None
+        self.x_shape = xi.shapes[0] if xi is not None else push.x_shape
+        self.y_shape = yi.shapes[0] if yi is not None else push.y_shape
+        self._y_dtype = yi.leaf_specs[0][1] if yi is not None else push.y_dtype
         self.shape = (size_of(self.y_shape), size_of(self.x_shape))
-        self.dtype = (
-            self._push.ops.result_type(x.dtype, y.dtype)
-            if not self._push.user_numpy
-            else np.result_type(x.dtype, y.dtype)
-        )
+        dtype = push.user_dtype
+        if xi is not None or yi is not None:
+            dtype = np.result_type(dtype, np.complex64) if push.user_numpy else push.ops.complex_dtype(dtype)
+        self.dtype = dtype
         #: a real x with complex outputs: J is complex, products with complex vectors act on their parts
         self._split = self._y_complex and not self._x_complex
 
