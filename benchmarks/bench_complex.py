@@ -35,6 +35,31 @@ def point(n: int) -> np.ndarray:
     return rng.standard_normal(n) + 1j * rng.standard_normal(n)
 
 
+def engine_rows(name: str, backend, f, direct, native, direct_numpy, ready) -> list:
+    """(engine, n, direct seconds, diface/direct with native arrays, diface/direct with NumPy input) for each
+    size: `direct` is the engine's idiom on its arrays (`native(z)`), `direct_numpy` the same from NumPy
+    input to NumPy output, `ready` waits for an asynchronous result."""
+    rows = []
+    for n in SIZES:
+        z = point(n)
+        zn = native(z)
+        prep_native = di.prepare_gradient(f, backend, zn)
+        prep_numpy = di.prepare_gradient(f, backend, z)
+        assert np.allclose(np.asarray(prep_native.gradient(zn)), np.asarray(direct(zn)))
+        times = interleaved(
+            {
+                "direct": lambda zn=zn: ready(direct(zn)),
+                "native": lambda p=prep_native, zn=zn: ready(p.gradient(zn)),
+                "direct numpy": lambda z=z: direct_numpy(z),
+                "numpy": lambda p=prep_numpy, z=z: p.gradient(z),
+            }
+        )
+        rows.append(
+            (name, n, times["direct"], times["native"] / times["direct"], times["numpy"] / times["direct numpy"])
+        )
+    return rows
+
+
 def torch_rows() -> list:
     import torch
 
@@ -46,25 +71,9 @@ def torch_rows() -> list:
         leaf = z.detach().requires_grad_(True)
         return torch.autograd.grad(f(leaf), leaf)[0]
 
-    rows = []
-    for n in SIZES:
-        z = point(n)
-        zt = torch.from_numpy(z)
-        prep_native = di.prepare_gradient(f, di.AutoTorch(), zt)
-        prep_numpy = di.prepare_gradient(f, di.AutoTorch(), z)
-        assert np.allclose(prep_native.gradient(zt).numpy(), direct(zt).numpy())
-        times = interleaved(
-            {
-                "direct": lambda zt=zt: direct(zt),
-                "native": lambda p=prep_native, zt=zt: p.gradient(zt),
-                "direct numpy": lambda z=z: direct(torch.from_numpy(z)).numpy(),
-                "numpy": lambda p=prep_numpy, z=z: p.gradient(z),
-            }
-        )
-        rows.append(
-            ("torch", n, times["direct"], times["native"] / times["direct"], times["numpy"] / times["direct numpy"])
-        )
-    return rows
+    return engine_rows(
+        "torch", di.AutoTorch(), f, direct, torch.from_numpy, lambda z: direct(torch.from_numpy(z)).numpy(), lambda a: a
+    )
 
 
 def jax_rows() -> list:
@@ -78,25 +87,9 @@ def jax_rows() -> list:
         return jnp.sum(a * a) - jnp.real(jnp.sum(C.conjugate() * z**2))
 
     direct = jax.jit(lambda z: jnp.conj(jax.grad(f)(z)))
-    rows = []
-    for n in SIZES:
-        z = point(n)
-        zj = jnp.asarray(z)
-        prep_native = di.prepare_gradient(f, di.AutoJAX(), zj)
-        prep_numpy = di.prepare_gradient(f, di.AutoJAX(), z)
-        assert np.allclose(np.asarray(prep_native.gradient(zj)), np.asarray(direct(zj)))
-        times = interleaved(
-            {
-                "direct": lambda zj=zj: direct(zj).block_until_ready(),
-                "native": lambda p=prep_native, zj=zj: p.gradient(zj).block_until_ready(),
-                "direct numpy": lambda z=z: np.asarray(direct(z)),
-                "numpy": lambda p=prep_numpy, z=z: p.gradient(z),
-            }
-        )
-        rows.append(
-            ("jax", n, times["direct"], times["native"] / times["direct"], times["numpy"] / times["direct numpy"])
-        )
-    return rows
+    return engine_rows(
+        "jax", di.AutoJAX(), f, direct, jnp.asarray, lambda z: np.asarray(direct(z)), lambda a: a.block_until_ready()
+    )
 
 
 def tape_rows() -> list:
