@@ -80,6 +80,8 @@ def complex_array_route(prep: Prep) -> Callable[[Any], Any] | None:
     if prep.delivery.layout is not None or guard.x_spec is None or not codec.x_is_array:
         return None
     xi, kind, decode, program = codec.xi, prep.op.kinds[-1], codec.decode, kernel.direct
+    #: compiled around the kernel's own direct program only (the delivery below is not traceable)
+    traced = kernel.traceable and program is not None
     if program is None:  # the kernel's plain call, delivered
         if prep.to_user and not prep._takes_numpy:
             return None
@@ -92,7 +94,7 @@ def complex_array_route(prep: Prep) -> Callable[[Any], Any] | None:
         if not (prep._takes_numpy and guard.x_spec[0] is np.ndarray and xi.single and kind == "x"):
             return None
         to_numpy = ops.to_numpy
-        if kernel.traceable:  # x goes to the compiled program as it is: one transfer, pairs made there
+        if traced:  # x goes to the compiled program as it is: one transfer, pairs made there
             both = ops.compile(lambda x: ops.from_pairs(program(ops.to_pairs(x), ())))
             return lambda x: to_numpy(both(x))
 
@@ -111,4 +113,4 @@ def complex_array_route(prep: Prep) -> Callable[[Any], Any] | None:
         def run(x: Any) -> Any:
             return decode(kind, program(xi.ravel_leaves([x]), ()))
 
-    return ops.compile(run) if kernel.traceable else run
+    return ops.compile(run) if traced else run
