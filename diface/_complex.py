@@ -93,7 +93,7 @@ def complex_rows(m: Any, complex_leaves: tuple, offsets: tuple) -> Any:
     for a, b, c in zip(offsets, offsets[1:], complex_leaves):
         block = m[a:b]
         if c:
-            block = ops.from_pairs(ops.moveaxis(ops.reshape(block, ((b - a) // 2, 2, -1)), 1, 2))
+            block = ops.from_pairs(ops.moveaxis(ops.reshape(block, ((b - a) // 2, 2, block.shape[1])), 1, 2))
         else:  # a real output among complex ones: one dtype for the whole matrix
             block = ops.astype(block, ops.complex_dtype(block.dtype))
         parts.append(block)

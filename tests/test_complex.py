@@ -61,16 +61,6 @@ def tol(backend: object) -> dict:
     return {"rtol": 1e-6, "atol": 1e-6} if "FiniteDiff" in repr(backend) else {"rtol": 1e-10, "atol": 1e-12}
 
 
-def skip_tape_without_complex(backend: object) -> None:
-    """The tape differentiates through complex values once its rules cover them (issue 18)."""
-    if "AutoTape" not in repr(backend):
-        return
-    try:
-        di.gradient(lambda v: np.sum(np.real(v * np.conj(v))), di.AutoTape(), np.array([1.0 + 1.0j]))
-    except di.NotSupportedError:
-        pytest.skip("the tape does not differentiate through complex values yet")
-
-
 # -- the functions and their Wirtinger derivatives ------------------------------------------------------------
 def holo(xp, z):  # exp(z) z + c z^2: holomorphic
     return xp.exp(z) * z + C * z**2
@@ -122,7 +112,6 @@ def _fix_loss_weights(backend):
 # -- every engine, every operator ----------------------------------------------------------------------------
 @pytest.mark.parametrize("backend", BACKENDS, ids=repr)
 def test_holomorphic(backend):
-    skip_tape_without_complex(backend)
     f, kw = bind(holo, backend), tol(backend)
     prep = di.prepare_jacobian(f, backend, Z0)
     for _ in range(2):
@@ -146,7 +135,6 @@ def test_holomorphic(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=repr)
 def test_real_function_of_complex_input(backend):
-    skip_tape_without_complex(backend)
     f, kw = bind(loss, backend), tol(backend)
     prep = di.prepare_gradient(f, backend, Z0)
     for _ in range(2):
@@ -167,7 +155,6 @@ def test_real_function_of_complex_input(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=repr)
 def test_non_holomorphic(backend):
-    skip_tape_without_complex(backend)
     f, kw = bind(nonholo, backend), tol(backend)
     d, dbar = np.conj(Z), Z + 1
     for got, t in zip(di.pushforward(f, backend, Z, T), T):
@@ -184,7 +171,6 @@ def test_non_holomorphic(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=repr)
 def test_real_input_complex_output(backend):
-    skip_tape_without_complex(backend)
     f, kw = bind(rtoc, backend), tol(backend)
     x0, x = np.array([0.1, 0.2, 0.3]), np.array([0.3, -0.7, 1.2])
     prep = di.prepare_jacobian(f, backend, x0)

@@ -4,8 +4,8 @@ engine through the test kit on them.
 The references are checked now, in NumPy alone: each Wirtinger pair against central differences of the
 function along the real and imaginary directions of every entry of x (the realified function), the
 gradient map's pair against differences of the reference gradient, second derivatives against
-differences of the reference derivative. The engine checks need the core's complex support: they skip
-("complex inputs not supported yet") while diface refuses complex x.
+differences of the reference derivative. Then every engine runs the kit on them, in plain arrays, in
+every layout, on empty arrays and from 8 threads sharing a preparation.
 """
 
 from __future__ import annotations
@@ -26,17 +26,6 @@ SCENARIOS = complex_scenarios()
 BY_NAME = {s.name: s for s in SCENARIOS}
 FD, SO = di.AutoFiniteDiff, di.SecondOrder
 SECOND = ["hvp", "hessian", "second_derivative"]
-
-
-def _core_accepts_complex() -> bool:
-    try:
-        di.pushforward(lambda z: z * z, di.AutoFiniteDiff(), np.array([1 + 1j]), np.array([1 + 0j]))
-    except (di.ArgumentError, di.NotSupportedError):
-        return False
-    return True
-
-
-needs_core = pytest.mark.skipif(not _core_accepts_complex(), reason="complex inputs not supported yet")
 
 
 # -- the references, against differences of the NumPy function --------------------------------------------------
@@ -230,7 +219,6 @@ def _statuses(report) -> dict[str, list]:
     return by_status
 
 
-@needs_core
 @pytest.mark.parametrize(("backend", "scenarios"), _engines(), ids=lambda v: repr(v) if not isinstance(v, list) else "")
 def test_every_engine_is_right_or_refuses(backend, scenarios):
     threads = 2 if isinstance(backend, di.AutoFiniteDiff) else 0
@@ -243,7 +231,6 @@ def test_every_engine_is_right_or_refuses(backend, scenarios):
     assert {r.reason for r in by_status.get("n/a", [])} <= {COMPLEX_STEP_IO}
 
 
-@needs_core
 @pytest.mark.parametrize("backend", _second_order(), ids=repr)
 def test_second_order_pairs(backend):
     scenarios = [s for s in SCENARIOS if set(SECOND) & set(s.operators())]
@@ -261,7 +248,6 @@ def _forward_reverse_engines() -> list:
     return engines
 
 
-@needs_core
 @pytest.mark.parametrize("engine", _forward_reverse_engines(), ids=lambda e: e.__name__)
 def test_forward_and_reverse_agree(engine):
     """The complex derivative and the gradient are the same numbers from either mode."""
@@ -275,3 +261,38 @@ def test_forward_and_reverse_agree(engine):
             b = getattr(di, op)(f(s), rev, s.x, *s.make_contexts())
             rtol = 1e-12 if np.result_type(s.x) in (np.float64, np.complex128) else 1e-5
             np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * 1e-2, err_msg=f"{op} of {s.name}")
+
+
+#: complex x of every rank the layouts fit: vectors, a holomorphic map, a real loss, a non-holomorphic map,
+#: 2x3 matrices
+LAYOUT_SCENARIOS = ("exp(z)", "sum |z|^2", "|z| z", "A @ z, A complex", "2x3 complex matrix, tanh(Z) @ B")
+
+
+def _layout_backends() -> list:
+    backends = [FD(), di.AutoTape()]
+    backends += [di.AutoTorch()] if HAS_TORCH else []
+    backends += [di.AutoAutograd()] if HAS_AUTOGRAD else []
+    return backends
+
+
+@pytest.mark.parametrize("backend", _layout_backends(), ids=repr)
+def test_layouts_and_threads(backend):
+    """Complex x transposed, in Fortran order, reversed, strided, broadcast and read-only, every operator
+    (or its required refusal), and 8 threads sharing each preparation."""
+    from diface.testing._layouts import layout_scenarios
+
+    scenarios = layout_scenarios([BY_NAME[name] for name in LAYOUT_SCENARIOS])
+    assert len(scenarios) >= 20
+    report = test_differentiation([backend], scenarios, threads=8)  # raises on any wrong number
+    assert set(_statuses(report)) == {"pass", "refused"}
+
+
+@pytest.mark.parametrize("backend", _layout_backends() + ([di.AutoJAX()] if HAS_JAX else []), ids=repr)
+def test_empty_complex_arrays(backend):
+    xp = namespace_of(backend)
+    z, t = np.zeros(0, complex), np.zeros(0, complex)
+    assert di.gradient(lambda v: xp.sum(xp.abs(v) ** 2), backend, z).shape == (0,)
+    assert di.jacobian(lambda v: v**2, backend, z).shape == (0, 0)
+    assert di.pushforward(lambda v: v**2, backend, z, t).dtype == np.complex128
+    assert di.pullback(lambda v: v**2, backend, z, t).shape == (0,)
+    assert di.jacobian(lambda s: xp.exp(1j * s), backend, np.zeros(0)).dtype == np.complex128

@@ -66,13 +66,6 @@ def _second_order(engine: str) -> Any:
     return _backend(engine)
 
 
-def _skip_if_tape_without_complex(engine: str, error: Exception) -> None:
-    """The tape's tracer learns complex numbers in a parallel change: until then its refusal skips."""
-    if engine in ("tape", "finitediff") and isinstance(error, di.NotSupportedError) and "complex" in str(error):
-        pytest.skip(f"the tape's tracer does not record complex values yet: {str(error)[:120]}")
-    raise error
-
-
 def _bidiagonal(up: complex, down: complex) -> np.ndarray:
     """The (N-1) x N matrix of y[k] = up * z[k+1] - down * z[k]."""
     m = np.zeros((N - 1, N), dtype=complex)
@@ -110,10 +103,7 @@ def test_sparse_complex_jacobian(engine: str, name: str) -> None:
     make, exact = JACOBIANS[name]
     f = make(_namespace(engine))
     backend = di.AutoSparse(_backend(engine))
-    try:
-        prep = di.prepare_jacobian(f, backend, Z0)
-    except Exception as e:
-        _skip_if_tape_without_complex(engine, e)
+    prep = di.prepare_jacobian(f, backend, Z0)
     tol = 1e-5 if engine == "finitediff" else 1e-10
     for z in (Z1, Z2, Z1):  # another point than the preparation's, and twice the same
         jac = di.jacobian(f, backend, z, prep=prep)
@@ -142,10 +132,7 @@ def test_sparse_hessian_of_a_realified_loss(engine: str) -> None:
     g = di.realify(lambda z: xp.sum(xp.abs(z[1:] - z[:-1]) ** 2))
     backend = di.AutoSparse(_second_order(engine))
     pairs = [np.stack([z.real, z.imag], -1) for z in (Z0, Z1, Z2)]
-    try:
-        prep = di.prepare_hessian(g, backend, pairs[0])
-    except Exception as e:
-        _skip_if_tape_without_complex(engine, e)
+    prep = di.prepare_hessian(g, backend, pairs[0])
     d = _difference_matrix()
     exact = np.kron(2 * d.T @ d, np.eye(2))  # pairs interleaved: (a0, b0, a1, b1, ...)
     pattern = prep.sparsity_pattern.toarray()
@@ -182,10 +169,7 @@ def test_sparse_jacobian_of_a_realified_function(engine: str, name: str) -> None
     g = di.realify(REALIFIED[name](xp))
     backend = di.AutoSparse(_backend(engine))
     pairs = [np.stack([z.real, z.imag], -1) for z in (Z0, Z1, Z2)]
-    try:
-        prep = di.prepare_jacobian(g, backend, pairs[0])
-    except Exception as e:
-        _skip_if_tape_without_complex(engine, e)
+    prep = di.prepare_jacobian(g, backend, pairs[0])
     reference = _backend(engine) if engine in ("jax", "torch") else di.AutoFiniteDiff()
     tol = 1e-10 if engine in ("jax", "torch") else 1e-5
     for v in (pairs[1], pairs[2], pairs[1]):

@@ -138,7 +138,8 @@ class NumpyOps(ArrayOps):
         return np.finfo(dtype).dtype
 
     def pairs_view(self, v: Any) -> Any:
-        if isinstance(v, np.ndarray) and v.dtype in (np.float64, np.float32) and v.strides[-1] == v.itemsize:
+        contiguous_pairs = v.size == 0 or v.strides[-1] == v.itemsize if isinstance(v, np.ndarray) else False
+        if contiguous_pairs and v.dtype in (np.float64, np.float32):
             return v.view(np.result_type(v.dtype, np.complex64))[..., 0]
         return super().pairs_view(v)
 
