@@ -3,8 +3,9 @@
 Each engine package registers its backend class here with the name it has on the command line
 (`python -m diface compare --backends NAME[:ARG]`), the module functions for it are written with (the
 test kit binds its scenarios to it: `numpy`, `autograd.numpy`, `torch`, `jax.numpy`) and any global
-setting the float64 kit needs first (JAX's 64-bit mode). The core never reads this registry; the
-backend contract carries none of it.
+setting the float64 kit needs first (JAX's 64-bit mode), and where the engine's own fastest calls
+are, which `python -m diface bench` measures diface against (`direct`: "module:function", imported
+only when benchmarking). The core never reads this registry; the backend contract carries none of it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class Engine:
     name: str
     namespace: str
     float64: Callable[[], None] | None = None
+    #: "package.module:function" of `direct(operator, f, x, v, numpy_in)`, the engine's own fastest call of
+    #: an operator (see `diface.testing._references.direct_call`), or None
+    direct: str | None = None
 
     def module(self) -> ModuleType:
         """The module functions for this engine are written with (imported now)."""
@@ -44,11 +48,17 @@ _ENGINES: dict[str, Engine] = {}
 
 
 def register_engine(
-    backend: type[Backend], *, name: str, namespace: str, float64: Callable[[], None] | None = None
+    backend: type[Backend],
+    *,
+    name: str,
+    namespace: str,
+    float64: Callable[[], None] | None = None,
+    direct: str | None = None,
 ) -> Engine:
     """Register `backend` (a `Backend` subclass) under the command-line `name`, with the module its
-    functions are written with; `float64` switches the engine to 64-bit floats where that is global."""
-    engine = Engine(backend, name, namespace, float64)
+    functions are written with; `float64` switches the engine to 64-bit floats where that is global;
+    `direct` names the function giving the engine's own fastest call of an operator (for benchmarks)."""
+    engine = Engine(backend, name, namespace, float64, direct)
     _ENGINES[name] = engine
     return engine
 

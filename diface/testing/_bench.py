@@ -54,13 +54,14 @@ class Case:
 
         def matrix(xp: Any, x: Any) -> Any:
             """A for `xp`: NumPy's array serves NumPy, autograd and JAX (whose operations take it as a
-            constant); torch gets a tensor on x's device, made once."""
-            if getattr(xp, "__name__", "") != "torch":
+            constant); torch gets a tensor on x's device, any other namespace `xp.asarray(A)`, made once."""
+            name = getattr(xp, "__name__", "")
+            if name in ("numpy", "autograd.numpy", "jax.numpy"):
                 return a
-            device = x.device
-            if device not in tensors:
-                tensors[device] = xp.from_numpy(a).to(device)
-            return tensors[device]
+            key = (name, getattr(x, "device", None)) if name == "torch" else (name, None)
+            if key not in tensors:
+                tensors[key] = xp.from_numpy(a).to(x.device) if name == "torch" else xp.asarray(a)
+            return tensors[key]
 
         if self.problem == "dense map":
             return lambda xp, x: xp.tanh(xp.matmul(matrix(xp, x), x)) + x

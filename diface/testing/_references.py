@@ -6,15 +6,19 @@ benchmark function written once, `x` the point (a NumPy array), `v` a tangent fo
 conversions in and out are part of the call); otherwise it works on the engine's own arrays. Where
 an engine has two idioms (`jacfwd`/`jacrev`, double backward/`jvp` of `grad`), the faster one on this
 problem is kept. The tape, diface's own engine, is measured against autograd on the same NumPy code.
+Engines registered with a `direct` function (`register_engine(..., direct="module:function")`) bring
+their own: that function has `direct_call`'s signature less the engine's name.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._engines import engines
 from ._timing import interleaved
 
 __all__ = ["direct_call"]
@@ -23,8 +27,17 @@ __all__ = ["direct_call"]
 def direct_call(
     engine: str, operator: str, f: Callable, x: np.ndarray, v: np.ndarray, numpy_in: bool
 ) -> tuple[str, Callable[[], Any]] | None:
-    maker = _MAKERS.get(engine)
+    maker = _MAKERS.get(engine) or _registered(engine)
     return None if maker is None else maker(operator, f, x, v, numpy_in)
+
+
+def _registered(engine: str) -> Callable | None:
+    """The `direct` function an engine package registered with `register_engine` (imported now)."""
+    registered = engines().get(engine)
+    if registered is None or registered.direct is None:
+        return None
+    module, _, function = registered.direct.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def _fastest(candidates: dict[str, Callable[[], Any]]) -> tuple[str, Callable[[], Any]]:
