@@ -67,13 +67,19 @@ def call(dw: Any, x: Any, constants: tuple) -> Any:
     def _pull_jvp(primals: Any, tangents: Any) -> Any:
         x, g, *arrs = _tuple(primals)
         tx, tg = _tuple(tangents)[:2]
-        # tangents of g enter linearly (a pullback), those of x through the inner hvp
-        return hvp(x, g, tx, *arrs) + pull(x, tg, *arrs)
+        # tangents of g enter linearly (a pullback), those of x through the inner hvp (MLX hands a 0-d zero
+        # for an input it has no tangent of)
+        terms = []
+        if tx is not None:
+            terms.append(hvp(x, g, mx.broadcast_to(tx, x.shape), *arrs))
+        if tg is not None:
+            terms.append(pull(x, mx.broadcast_to(tg, g.shape), *arrs))
+        return sum(terms[1:], terms[0]) if terms else mx.zeros_like(x)
 
     @pull.vjp
     def _pull_vjp(primals: Any, cotangent: Any, output: Any) -> Any:
         x, g, *arrs = _tuple(primals)
-        (c,) = _tuple(cotangent)
+        c = mx.broadcast_to(_tuple(cotangent)[0], x.shape)
         # d<c, pull(x, g)> / dx = H_g c (the Hessian of <g, f> is symmetric), / dg = J c
         return (hvp(x, g, c, *arrs), push(x, c, *arrs), *zeros(tuple(arrs)))
 
@@ -97,13 +103,14 @@ def call(dw: Any, x: Any, constants: tuple) -> Any:
     @value.vjp
     def _value_vjp(primals: Any, cotangent: Any, output: Any) -> Any:
         x, *arrs = _tuple(primals)
-        (c,) = _tuple(cotangent)
+        c = _tuple(cotangent)[0]
+        c = mx.broadcast_to(c, output.shape) if isinstance(output, mx.array) else c
         return (pull(x, c, *arrs), *zeros(tuple(arrs)))
 
     @value.jvp
     def _value_jvp(primals: Any, tangents: Any) -> Any:
         x, *arrs = _tuple(primals)
-        return push(x, _tuple(tangents)[0], *arrs)
+        return push(x, mx.broadcast_to(_tuple(tangents)[0], x.shape), *arrs)
 
     return value(x, *arrays)
 
