@@ -39,7 +39,7 @@ def native(a: Any) -> Any:
             dtype = _MX_DTYPES[a.dtype] = mx_dtype(a.dtype)
         import mlx.core as mx
 
-        return mx.array(a, dtype=dtype)
+        return mx.array(a if a.flags.c_contiguous else np.array(a, order="C"), dtype=dtype)  # MLX takes no negative strides
     return a
 
 

@@ -32,7 +32,7 @@ def mx_dtype(dtype: Any) -> Any:
             "pass complex64 arrays, or use another engine for complex128"
         )
     try:
-        return getattr(mx, d.name)
+        return getattr(mx, "bool_" if d == np.bool_ else d.name)
     except AttributeError:
         raise ArgumentError(f"AutoMLX: MLX has no {d.name} arrays") from None
 
@@ -76,7 +76,7 @@ class MlxOps(ArrayOps):
         dtype = mx_dtype(a.dtype)
         check_float64(dtype)
         with MLX_LOCK:
-            return mx.array(a, dtype=dtype)
+            return mx.array(a if a.flags.c_contiguous else np.array(a, order="C"), dtype=dtype)  # MLX takes no negative strides
 
     def to_numpy(self, a: Any) -> np.ndarray:
         with MLX_LOCK:

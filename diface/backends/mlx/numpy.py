@@ -21,8 +21,10 @@ from ._ops import mx_dtype as _mx_dtype
 
 def asarray(a: Any, dtype: Any = None) -> Any:
     """`a` as an MLX array; NumPy arrays keep their dtype (float64 included) unless `dtype` is given."""
-    if dtype is None and isinstance(a, (_np.ndarray, _np.generic)):
-        dtype = _mx_dtype(a.dtype)
+    if isinstance(a, (_np.ndarray, _np.generic)):
+        a = _np.asarray(a)
+        a = a if a.flags.c_contiguous else _np.array(a, order="C")  # MLX takes no negative strides
+        dtype = _mx_dtype(a.dtype) if dtype is None else dtype
     elif dtype is not None:
         dtype = _mx_dtype(dtype)
     if dtype is not None:
