@@ -148,6 +148,13 @@ class AutoMLX(Backend):
 
         return self._kernel(problem, program, None)
 
+    def check_complex(self, where: str) -> None:
+        raise NotSupportedError(
+            f"{where}: AutoMLX does not differentiate functions of complex inputs or outputs: MLX has no complex128, "
+            "and its reverse-mode rule of complex powers is conjugated (mx.vjp of z**2 gives conj(2z), MLX 0.32), so "
+            "pullbacks through complex values would be wrong; use di.AutoJAX() or di.AutoTorch() for them"
+        )
+
     def detect_sparsity(self, problem: Problem, order: int) -> Any:
         raise NotSupportedError(
             f"{self!r} has no sparsity tracer (MLX exposes no graph of f to read a global pattern from); use "

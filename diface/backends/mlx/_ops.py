@@ -2,8 +2,8 @@
 
 MLX arrays are treated as immutable (no `out=` into them, no in-place f) and every crossing to and
 from NumPy keeps the dtype: `mx.array(a)` would silently make a float64 NumPy array float32, so the
-dtype is always named. MLX has float64 on its CPU device only and no complex128: those raise
-`ArgumentError` rather than lose precision.
+dtype is always named. MLX has float64 on its CPU device only (elsewhere `ArgumentError`) and no
+complex128 (`NotSupportedError`): never a silent loss of precision.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ def mx_dtype(dtype: Any) -> Any:
         return dtype
     d = np.dtype(dtype)
     if d == np.complex128:
-        raise ArgumentError(
+        raise NotSupportedError(
             "AutoMLX: MLX has no complex128 (complex64 only): a complex128 array would silently lose precision; "
-            "pass complex64 arrays, or use another engine for complex128"
+            "use another engine (di.AutoJAX(), di.AutoTorch()) for complex128"
         )
     try:
         return getattr(mx, "bool_" if d == np.bool_ else d.name)
@@ -131,8 +131,8 @@ class MlxOps(ArrayOps):
         return self.mx.real(a)
 
     def from_pairs(self, v: Any) -> Any:
-        if v.dtype == self.mx.float64:
-            mx_dtype(np.complex128)  # raises: MLX has complex64 only
+        # complex64 whatever v's precision (MLX has no complex128), as MLX promotes 1j * x itself; AutoMLX
+        # refuses complex inputs and outputs (`check_complex`) after the call path's first look at f
         return v[..., 0] + 1j * v[..., 1]
 
     def real_dtype(self, dtype: Any) -> Any:
