@@ -24,10 +24,9 @@ def asarray(a: Any, dtype: Any = None) -> Any:
     if isinstance(a, (_np.ndarray, _np.generic)):
         a = _np.asarray(a)
         a = a if a.flags.c_contiguous else _np.array(a, order="C")  # MLX takes no negative strides
-        dtype = _mx_dtype(a.dtype) if dtype is None else dtype
-    elif dtype is not None:
-        dtype = _mx_dtype(dtype)
+        dtype = a.dtype if dtype is None else dtype
     if dtype is not None:
+        dtype = _mx_dtype(dtype)
         _check_float64(dtype)
     if isinstance(a, _mx.array):
         return a if dtype is None or a.dtype == dtype else a.astype(dtype)
