@@ -18,7 +18,12 @@ DOCUMENTED_REFUSALS: dict[tuple, str] = {
     # docs/backends/mlx.md: MLX exposes no graph to trace a global sparsity pattern from (AutoSparse's default
     # detector; DenseSparsityDetector works), and AutoMLX refuses complex inputs and outputs (no complex128, and
     # MLX's reverse-mode rule of complex powers is conjugated)
-    **{("mlx", c, op, d): "no sparsity tracer" for c in _SPARSE for op in _TRACED for d in ("flat", "tree+Constant", "has_aux")},
+    **{
+        ("mlx", c, op, d): "no sparsity tracer"
+        for c in _SPARSE
+        for op in _TRACED
+        for d in ("flat", "tree+Constant", "has_aux")
+    },
     **{("mlx", c, op, "complex"): "no complex inputs or outputs" for c in COMPOSITIONS for op in OPERATORS},
 }
 

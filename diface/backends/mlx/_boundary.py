@@ -31,7 +31,9 @@ def call(dw: Any, x: Any, constants: tuple) -> Any:
     inner = dw.inner
     arrays, rebuild = split_constants(constants)
     x = x if isinstance(x, mx.array) else mx.array(np.asarray(x), dtype=mx_dtype(np.asarray(x).dtype))
-    arrays = [a if isinstance(a, mx.array) else mx.array(np.asarray(a), dtype=mx_dtype(np.asarray(a).dtype)) for a in arrays]
+    arrays = [
+        a if isinstance(a, mx.array) else mx.array(np.asarray(a), dtype=mx_dtype(np.asarray(a).dtype)) for a in arrays
+    ]
     name = getattr(dw.f, "__name__", "f")
 
     def host(a: Any) -> np.ndarray:
@@ -69,12 +71,15 @@ def call(dw: Any, x: Any, constants: tuple) -> Any:
         tx, tg = _tuple(tangents)[:2]
         # tangents of g enter linearly (a pullback), those of x through the inner hvp (MLX hands a 0-d zero
         # for an input it has no tangent of)
-        terms = []
+        terms: list[Any] = []
         if tx is not None:
             terms.append(hvp(x, g, mx.broadcast_to(tx, x.shape), *arrs))
         if tg is not None:
             terms.append(pull(x, mx.broadcast_to(tg, g.shape), *arrs))
-        return sum(terms[1:], terms[0]) if terms else mx.zeros_like(x)
+        total = terms[0] if terms else mx.zeros_like(x)
+        for term in terms[1:]:
+            total = total + term
+        return total
 
     @pull.vjp
     def _pull_vjp(primals: Any, cotangent: Any, output: Any) -> Any:

@@ -39,7 +39,8 @@ def native(a: Any) -> Any:
             dtype = _MX_DTYPES[a.dtype] = mx_dtype(a.dtype)
         import mlx.core as mx
 
-        return mx.array(a if a.flags.c_contiguous else np.array(a, order="C"), dtype=dtype)  # MLX takes no negative strides
+        contiguous: Any = a if a.flags.c_contiguous else np.array(a, order="C")  # MLX takes no negative strides
+        return mx.array(contiguous, dtype=dtype)
     return a
 
 

@@ -76,7 +76,9 @@ class MlxOps(ArrayOps):
         dtype = mx_dtype(a.dtype)
         check_float64(dtype)
         with MLX_LOCK:
-            return mx.array(a if a.flags.c_contiguous else np.array(a, order="C"), dtype=dtype)  # MLX takes no negative strides
+            return mx.array(
+                a if a.flags.c_contiguous else np.array(a, order="C"), dtype=dtype
+            )  # MLX takes no negative strides
 
     def to_numpy(self, a: Any) -> np.ndarray:
         with MLX_LOCK:
@@ -144,7 +146,7 @@ class MlxOps(ArrayOps):
 
     def norm(self, a: Any) -> float:
         with MLX_LOCK:
-            return float(self.mx.sqrt(self.mx.sum(a * a)).item())
+            return float(np.sqrt(self.to_numpy(self.mx.sum(a * a))))
 
     def to_host(self, a: Any, what: str = "x") -> np.ndarray:
         return self.to_numpy(a)

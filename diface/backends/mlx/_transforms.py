@@ -63,7 +63,7 @@ def push(fn: Callable, x: Any, tangents: tuple) -> tuple:
 
     if len(tangents) == 1:
         return (_jvp(fn, x, tangents[0]),)
-    return unstack(_map(lambda t: _jvp(fn, x, t), mx.stack(tangents)), len(tangents))
+    return unstack(_map(lambda t: _jvp(fn, x, t), mx.stack(list(tangents))), len(tangents))
 
 
 def pull(fn: Callable, x: Any, cotangents: tuple) -> tuple:
@@ -72,7 +72,7 @@ def pull(fn: Callable, x: Any, cotangents: tuple) -> tuple:
 
     if len(cotangents) == 1:
         return (_vjp(fn, x, cotangents[0]),)
-    return unstack(_map(lambda c: _vjp(fn, x, c), mx.stack(cotangents)), len(cotangents))
+    return unstack(_map(lambda c: _vjp(fn, x, c), mx.stack(list(cotangents))), len(cotangents))
 
 
 class Basis:

@@ -19,7 +19,7 @@ from ._ops import check_float64 as _check_float64
 from ._ops import mx_dtype as _mx_dtype
 
 
-def asarray(a: Any, dtype: Any = None) -> Any:
+def asarray(a: Any, dtype: Any = None) -> Any:  # type: ignore[no-redef]
     """`a` as an MLX array; NumPy arrays keep their dtype (float64 included) unless `dtype` is given."""
     if isinstance(a, (_np.ndarray, _np.generic)):
         a = _np.asarray(a)
@@ -33,7 +33,7 @@ def asarray(a: Any, dtype: Any = None) -> Any:
     return _mx.array(a) if dtype is None else _mx.array(a, dtype=dtype)
 
 
-array = asarray
+array = asarray  # type: ignore[misc, assignment]
 
 
 def angle(z: Any) -> Any:
