@@ -31,7 +31,7 @@ from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
 from ._compile import forward_or_reverse, make_kernel
-from ._lock import MLX_LOCK
+from ._lock import MLX_LOCK, on_mlx_thread
 from ._ops import MlxOps, mx_dtype
 from ._transforms import Basis, bind, pull, push, sweep
 
@@ -97,8 +97,7 @@ class AutoMLX(Backend):
         )
 
     def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
-        with MLX_LOCK:
-            return problem.y_spec
+        return on_mlx_thread(lambda: problem.y_spec)
 
     def second_order_backends(self) -> tuple[Backend, Backend]:
         # forward over reverse: the cheapest Hessian-vector products

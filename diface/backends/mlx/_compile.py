@@ -19,7 +19,7 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
-from ._lock import MLX_LOCK, locked
+from ._lock import MLX_LOCK, locked, on_mlx_thread
 from ._ops import mx_dtype
 from ._transforms import looping
 
@@ -241,12 +241,15 @@ def make_kernel(problem: Problem, program: Callable[[bool], Callable], extra: An
     dtype = result_dtype(problem)
     plain_run, full_run = casting(program(False), dtype), casting(program(True), dtype)
     if compile:
-        with MLX_LOCK:
+
+        def compile_now() -> tuple:
             contexts = Contexts(problem)
             plain, full = Program(plain_run, contexts), Program(full_run, contexts)
-            compile = _compiles(plain, problem, extra) and _compiles(full, problem, extra)
+            return plain, full, _compiles(plain, problem, extra) and _compiles(full, problem, extra)
+
+        plain, full, compile = on_mlx_thread(compile_now)  # traced where it will run (see `_lock`)
     if not compile:
-        plain, full = Uncompiled(plain_run), Uncompiled(full_run)  # type: ignore[assignment]
+        plain, full = Uncompiled(plain_run), Uncompiled(full_run)
 
     def run(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> Result:
         return (full if full_variant else plain)(native(x), _natives(extra), _natives(cv))
