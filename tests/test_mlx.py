@@ -376,6 +376,31 @@ def test_eight_threads_share_one_preparation_under_the_lock():
     assert bad == [] and held and all(held)
 
 
+def test_kernels_from_other_threads_run_on_one_mlx_thread_and_the_process_exits_cleanly():
+    """A thread that ran an mx.compile'd function aborts the process when it exits (MLX 0.32): kernels called
+    from other threads than the main one run on one daemon thread, so a threaded program exits with 0."""
+    import subprocess
+    import sys
+
+    script = (
+        "import threading, numpy as np, mlx.core as mx, diface as di\n"
+        "prep = di.prepare_gradient(lambda x: mx.sum(mx.sin(x) * x), di.AutoMLX(), np.ones(3))\n"
+        "names = []\n"
+        "def work():\n"
+        "    names.append(threading.current_thread().name)\n"
+        "    for _ in range(5):\n"
+        "        prep.gradient(np.ones(3))\n"
+        "        di.prepare_hessian(lambda x: mx.sum(x**3), di.AutoMLX(), np.ones(3))(np.ones(3))\n"
+        "threads = [threading.Thread(target=work) for _ in range(4)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "from diface.backends.mlx._lock import _WORKER\n"
+        "assert _WORKER and _WORKER[0].name == 'diface-mlx' and _WORKER[0].name not in names\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
 # -- sparsity, inverse products -------------------------------------------------------------------------
 
 
