@@ -98,6 +98,8 @@ def composition_cells(engine_names: Iterable[str] | None = None, sample: int = 1
         # native input differs from NumPy input where the engine works on arrays of its own (native complex
         # input where those arrays hold complex128: MLX's do not)
         native = engine.is_available() and engine.array_ops(np.zeros(1)) is not NUMPY
+        if native:
+            registered[name].configure_for_float64()  # as check_cell does (JAX's 64-bit mode) before asking
         native_complex = native and _holds_complex128(engine)
         for composition, wrap in COMPOSITIONS.items():
             if wrap(engine) is None:
