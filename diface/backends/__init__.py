@@ -3,7 +3,8 @@
 from .autograd import AutoAutograd
 from .finitediff import AutoFiniteDiff
 from .jax import AutoJAX
+from .pytensor import AutoPyTensor
 from .tape import AutoTape
 from .torch import AutoTorch
 
-__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoJAX", "AutoTape", "AutoTorch"]
+__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoJAX", "AutoPyTensor", "AutoTape", "AutoTorch"]
