@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..._arrays import NUMPY, ArrayOps
+from ..._arrays import NUMPY, ArrayOps, register_array_ops
 from ..._backend import Backend
 from ..._derive import SecondOrderPlan
 from ..._engines import register_engine
@@ -159,3 +159,12 @@ def _like(tangents: tuple, default: Any) -> Any:
 
 
 register_engine(AutoPyTensor, name="pytensor", namespace="diface.backends.pytensor.xp")
+
+
+def _symbolic_ops() -> ArrayOps:
+    from ._ops import SymbolicOps
+
+    return SymbolicOps()
+
+
+register_array_ops("pytensor", _symbolic_ops)  # the core's code inside a trace meets symbolic tensors

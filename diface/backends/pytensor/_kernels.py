@@ -72,7 +72,9 @@ def graph_kernel(
                 if t_spec is not None:
                     import pytensor.tensor as pt
 
-                    T = pt.tensor(name="tangents", dtype=t_spec[1], shape=t_spec[0])
+                    # the batch axis is left unknown: a static 1 would make it broadcastable, which some of
+                    # PyTensor's rewrites of vectorized graphs mishandle
+                    T = pt.tensor(name="tangents", dtype=t_spec[1], shape=(None, *t_spec[0][1:]))
                 outs = build_checked(build, tr, T)
                 result = outs["result"].astype(dtype)
                 inputs = [tr.x, *tr.contexts] + ([T] if T is not None else [])
@@ -202,6 +204,8 @@ def pushforward_graph(tr: Trace, T: Any) -> Any:
     from pytensor.gradient import Rop
     from pytensor.graph.replace import vectorize_graph
 
+    if T.type.shape[0] == 1:  # one (constant) tangent: no batch axis to vectorize over
+        return Rop(tr.y, tr.x, T[0], disconnected_outputs="ignore", return_disconnected="zero")[None]
     t = symbolic_like(np.zeros(T.type.shape[1:], T.type.dtype), "t")
     jv = Rop(tr.y, tr.x, t, disconnected_outputs="ignore", return_disconnected="zero")
     return vectorize_graph(jv, {t: T})
@@ -214,6 +218,8 @@ def pullback_graph(tr: Trace, U: Any, y: Any = None) -> Any:
     from pytensor.graph.replace import vectorize_graph
 
     y = tr.y if y is None else y
+    if U.type.shape[0] == 1:  # one (constant) cotangent: no batch axis to vectorize over
+        return Lop(y, tr.x, U[0], disconnected_inputs="ignore")[None]
     u = symbolic_like(np.zeros(U.type.shape[1:], U.type.dtype), "u")
     vj = Lop(y, tr.x, u, disconnected_inputs="ignore")
     return vectorize_graph(vj, {u: U})
