@@ -29,6 +29,7 @@ import numpy as np
 
 from ..._arrays import NUMPY, ArrayOps, register_array_ops
 from ..._backend import Backend
+from ..._boundary import register_boundary
 from ..._derive import SecondOrderPlan
 from ..._engines import register_engine
 from ..._errors import ArgumentError, NotSupportedError
@@ -168,3 +169,12 @@ def _symbolic_ops() -> ArrayOps:
 
 
 register_array_ops("pytensor", _symbolic_ops)  # the core's code inside a trace meets symbolic tensors
+
+
+def _boundary() -> Any:
+    from ._boundary import PyTensorBoundary
+
+    return PyTensorBoundary()
+
+
+register_boundary("pytensor", _boundary)
