@@ -25,8 +25,8 @@ class _Boundary(Op):
         self.dw, self.kind, self.constants, self.symbolic = dw, kind, constants, symbolic
         self.out_spec = out_spec  # (shape, dtype) of the output
 
-    def make_node(self, *inputs: Any) -> Apply:
-        inputs = [pt.as_tensor_variable(v) for v in inputs]
+    def make_node(self, *args: Any) -> Apply:
+        inputs = [pt.as_tensor_variable(v) for v in args]
         shape, dtype = self.out_spec
         return Apply(self, inputs, [pt.tensor(dtype=dtype, shape=shape)])
 
@@ -34,7 +34,7 @@ class _Boundary(Op):
         it = iter(arrays)
         return tuple(np.asarray(next(it)) if s else c for c, s in zip(self.constants, self.symbolic))
 
-    def perform(self, node: Any, inputs: list, outputs: list) -> None:
+    def perform(self, node: Any, inputs: Any, outputs: Any) -> None:
         inner, n = self.dw.inner, {"value": 1, "pull": 2, "push": 2, "hvp": 3}[self.kind]
         args = [np.asarray(a) for a in inputs[:n]]
         cs = self._constants(list(inputs[n:]))
@@ -51,7 +51,7 @@ class _Boundary(Op):
     def _op(self, kind: str, spec: tuple) -> _Boundary:
         return _Boundary(self.dw, kind, self.constants, self.symbolic, spec)
 
-    def L_op(self, inputs: list, outputs: list, output_grads: list) -> list:
+    def L_op(self, inputs: Any, outputs: Any, output_grads: Any) -> Any:
         gz = output_grads[0]
         x, consts = inputs[0], inputs[{"value": 1, "pull": 2, "push": 2, "hvp": 3}[self.kind] :]
         x_spec = (x.type.shape, x.type.dtype)
@@ -67,7 +67,7 @@ class _Boundary(Op):
             return [self._op("hvp", x_spec)(x, gz, t, *consts), self._op("pull", x_spec)(x, gz, *consts), *none]
         raise self.dw.inner.third_order()
 
-    def R_op(self, inputs: list, eval_points: list) -> list:
+    def R_op(self, inputs: Any, eval_points: Any) -> Any:
         if self.kind != "value":
             raise self.dw.inner.third_order()
         x, consts = inputs[0], inputs[1:]

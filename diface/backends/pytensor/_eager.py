@@ -11,7 +11,6 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-
 from ._compile import compile_cached
 from ._graph import call_symbolic, is_symbolic, split_contexts, symbolic_contexts
 

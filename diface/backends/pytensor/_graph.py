@@ -73,7 +73,9 @@ def symbolic_contexts(cv: tuple) -> tuple[tuple, list]:
     inputs: list = []
 
     def walk(v: Any) -> Any:
-        if isinstance(v, np.ndarray) and v.dtype.kind in "biufc" or isinstance(v, np.generic) and v.dtype.kind in "fc":
+        if (isinstance(v, np.ndarray) and v.dtype.kind in "biufc") or (
+            isinstance(v, np.generic) and v.dtype.kind in "fc"
+        ):
             s = symbolic_like(v, f"c{len(inputs)}")
             inputs.append(s)
             return s

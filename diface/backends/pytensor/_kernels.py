@@ -64,7 +64,7 @@ def graph_kernel(
     f = unwrapped(problem.f)
     single_use = problem.single_use
 
-    def programs(cv: tuple, key: tuple) -> tuple[Program, Program]:
+    def programs(cv: tuple, key: tuple) -> tuple[Program, Any]:
         def make(full: bool) -> Callable[[], tuple[list, list]]:
             def build_now() -> tuple[list, list]:
                 tr = problem_trace(problem, cv, key)
@@ -99,7 +99,7 @@ def graph_kernel(
     static = any(k[0] != "a" for k in _leaves(split0.key))
     kept: dict = {split0.key: (plain0, full0)}
 
-    def pick(cv: tuple) -> tuple[list, Program, Program]:
+    def pick(cv: tuple) -> tuple[list, Program, Any]:
         if not cv:
             return [], plain0, full0
         split = split_contexts(cv)
@@ -125,9 +125,9 @@ def graph_kernel(
     direct = None
     if batch is None:
         if not cv0:
-            direct = lambda x, cv: plain0(x)[0]  # noqa: E731 - the hot path: one compiled call
+            direct = lambda x, cv: plain0(x)[0]
         else:
-            direct = lambda x, cv: _direct(pick, x, cv)  # noqa: E731
+            direct = lambda x, cv: _direct(pick, x, cv)
     return Kernel(run, result_dtype=np.dtype(dtype), accepts_numpy=True, direct=direct)
 
 
@@ -162,7 +162,8 @@ class _Lazy:
     """The full program of an unprepared call, compiled on first use (most such calls want one of the two)."""
 
     def __init__(self, f: Any, spec: tuple, build: Callable) -> None:
-        self.f, self.spec, self.build, self.program = f, spec, build, None
+        self.f, self.spec, self.build = f, spec, build
+        self.program: Any = None
 
     def __call__(self, *args: Any) -> Any:
         if self.program is None:
@@ -201,27 +202,31 @@ def _flat_basis(n: int, dtype: str) -> Any:
 
 def pushforward_graph(tr: Trace, T: Any) -> Any:
     """J t for each t in the stack T, shaped (B, *y_shape): `Rop` vectorized over T."""
-    from pytensor.gradient import Rop
+    from pytensor.gradient import Rop as _Rop
+
+    Rop_: Any = _Rop
     from pytensor.graph.replace import vectorize_graph
 
     if T.type.shape[0] == 1:  # one (constant) tangent: no batch axis to vectorize over
-        return Rop(tr.y, tr.x, T[0], disconnected_outputs="ignore", return_disconnected="zero")[None]
+        return Rop_(tr.y, tr.x, T[0], disconnected_outputs="ignore", return_disconnected="zero")[None]
     t = symbolic_like(np.zeros(T.type.shape[1:], T.type.dtype), "t")
-    jv = Rop(tr.y, tr.x, t, disconnected_outputs="ignore", return_disconnected="zero")
+    jv = Rop_(tr.y, tr.x, t, disconnected_outputs="ignore", return_disconnected="zero")
     return vectorize_graph(jv, {t: T})
 
 
 def pullback_graph(tr: Trace, U: Any, y: Any = None) -> Any:
     """uᵀ J for each u in the stack U, shaped (B, *x_shape): `Lop` vectorized over U (of `y`, default f's
     output)."""
-    from pytensor.gradient import Lop
+    from pytensor.gradient import Lop as _Lop
+
+    Lop_: Any = _Lop
     from pytensor.graph.replace import vectorize_graph
 
     y = tr.y if y is None else y
     if U.type.shape[0] == 1:  # one (constant) cotangent: no batch axis to vectorize over
-        return Lop(y, tr.x, U[0], disconnected_inputs="ignore")[None]
+        return Lop_(y, tr.x, U[0], disconnected_inputs="ignore")[None]
     u = symbolic_like(np.zeros(U.type.shape[1:], U.type.dtype), "u")
-    vj = Lop(y, tr.x, u, disconnected_inputs="ignore")
+    vj = Lop_(y, tr.x, u, disconnected_inputs="ignore")
     return vectorize_graph(vj, {u: U})
 
 

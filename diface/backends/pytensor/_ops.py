@@ -7,6 +7,7 @@ asks `ops_for` how to reshape, split or join them. They are immutable and never 
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,7 @@ class SymbolicOps(ArrayOps):
 
     def split(self, a: Any, sizes: tuple) -> list:
         offsets = np.cumsum((0, *sizes))
-        return [a[int(lo) : int(hi)] for lo, hi in zip(offsets[:-1], offsets[1:])]
+        return [a[int(lo) : int(hi)] for lo, hi in itertools.pairwise(offsets)]
 
     def moveaxis(self, a: Any, source: int, destination: int) -> Any:
         return self.pt.moveaxis(a, source, destination)
