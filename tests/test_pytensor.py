@@ -57,9 +57,6 @@ def test_layouts_edges_and_structural_scenarios():
     assert set(_statuses(report)) <= {"pass", "skip", "n/a"}, _statuses(report)
 
 
-@pytest.mark.xfail(
-    reason="the kit's tree scenarios fail in a trace (a TensorVariable converted to int); not yet found", strict=False
-)
 def test_tree_scenarios():
     from diface.testing import test_differentiation, tree_scenarios
 

@@ -5,7 +5,9 @@ tens to hundreds of milliseconds for a graph it has seen), so every compiled fun
 keyed by (f, operator, input spec, context spec, compile mode): an unprepared call (which prepares every
 time), a second preparation of the same problem, or the test kit's many calls find the function compiled.
 The cache holds f weakly (an entry goes with its f) and at most `PER_FUNCTION` functions per f (least
-recently used first out).
+recently used first out). Behind it, compiled functions are also kept by the structure of their graph
+(`graph_key`, at most `BY_GRAPH`): a fresh closure around the same computation (the core's flat
+function of a tree problem, a lambda made per call) traces to the same graph and finds it compiled.
 
 Preparations compile with PyTensor's default mode (`FAST_RUN`: C code, the fastest calls); unprepared
 calls, which run once, with `FAST_COMPILE` (Python, ~10x cheaper to compile) unless the default-mode
@@ -25,11 +27,16 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import numpy as np
+
 __all__ = ["PER_FUNCTION", "Program", "compile_cached", "mode_for"]
 
 PER_FUNCTION = 64
+#: compiled functions kept by the structure of their graph (see `graph_key`)
+BY_GRAPH = 512
 
 _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_by_graph: OrderedDict = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -83,8 +90,19 @@ def compile_cached(f: Any, key: Hashable, single_use: bool, build: Callable[[], 
                     entries.move_to_end((key, m))
                     return hit
     inputs, outputs = build()
-    fn = pytensor.function(inputs, outputs, mode=mode, on_unused_input="ignore", accept_inplace=True)
-    program = Program(fn)
+    shape = graph_key(inputs, outputs)
+    with _cache_lock:
+        program = _by_graph.get((shape, mode)) if shape is not None else None
+        if program is not None:
+            _by_graph.move_to_end((shape, mode))
+    if program is None:
+        fn = pytensor.function(inputs, outputs, mode=mode, on_unused_input="ignore", accept_inplace=True)
+        program = Program(fn)
+        if shape is not None:
+            with _cache_lock:
+                _by_graph[(shape, mode)] = program
+                while len(_by_graph) > BY_GRAPH:
+                    _by_graph.popitem(last=False)
     with _cache_lock:
         if entries is not None:
             entries[(key, mode)] = program
@@ -97,3 +115,36 @@ def clear_cache() -> None:
     """Forget every compiled function."""
     with _cache_lock:
         _cache.clear()
+        _by_graph.clear()
+
+
+def graph_key(inputs: list, outputs: list) -> tuple | None:
+    """A hashable description of the graph from `inputs` to `outputs` (each node's op, which PyTensor
+    compares by its parameters, and where its inputs come from; constants by value): two traces of the
+    same computation (a fresh closure around the same f, say) have the same key and share one compiled
+    function. None where the graph holds something that cannot be keyed."""
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.traversal import io_toposort
+
+    index: dict = {v: ("in", i, v.type) for i, v in enumerate(inputs)}
+
+    def source(v: Any) -> Any:
+        where = index.get(v)
+        if where is not None:
+            return where
+        if isinstance(v, Constant):
+            data = np.asarray(v.data)
+            return ("c", v.type, data.dtype.str, data.shape, data.tobytes())
+        raise KeyError(v)
+
+    parts = []
+    try:
+        for node in io_toposort(inputs, outputs):
+            parts.append((node.op, tuple(source(v) for v in node.inputs)))
+            for j, o in enumerate(node.outputs):
+                index[o] = ("n", len(parts) - 1, j)
+        key = (tuple(parts), tuple(source(o) for o in outputs))
+        hash(key)
+    except (KeyError, TypeError):
+        return None
+    return key

@@ -17,7 +17,7 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
-from ._compile import Program, compile_cached
+from ._compile import compile_cached
 from ._graph import Trace, split_contexts, symbolic_like, trace
 
 __all__ = ["Build", "graph_kernel", "problem_trace", "unwrapped"]
@@ -64,7 +64,7 @@ def graph_kernel(
     f = unwrapped(problem.f)
     single_use = problem.single_use
 
-    def programs(cv: tuple, key: tuple) -> tuple[Program, Any]:
+    def programs(cv: tuple, key: tuple) -> tuple[Any, Any]:
         def make(full: bool) -> Callable[[], tuple[list, list]]:
             def build_now() -> tuple[list, list]:
                 tr = problem_trace(problem, cv, key)
@@ -87,9 +87,11 @@ def graph_kernel(
             return build_now
 
         spec = (name, x_spec, key, t_spec)
+        if single_use:  # an unprepared call runs one of the two: compiled when first called
+            return _Lazy(f, (*spec, False), make(False)), _Lazy(f, (*spec, True), make(True))
         return (
             compile_cached(f, (*spec, False), single_use, make(False)),
-            compile_cached(f, (*spec, True), single_use, make(True)) if not single_use else _Lazy(f, spec, make(True)),
+            compile_cached(f, (*spec, True), single_use, make(True)),
         )
 
     cv0 = problem.context_values
@@ -99,7 +101,7 @@ def graph_kernel(
     static = any(k[0] != "a" for k in _leaves(split0.key))
     kept: dict = {split0.key: (plain0, full0)}
 
-    def pick(cv: tuple) -> tuple[list, Program, Any]:
+    def pick(cv: tuple) -> tuple[list, Any, Any]:
         if not cv:
             return [], plain0, full0
         split = split_contexts(cv)
@@ -159,15 +161,15 @@ def _has_complex(y: Any) -> bool:
 
 
 class _Lazy:
-    """The full program of an unprepared call, compiled on first use (most such calls want one of the two)."""
+    """A program of an unprepared call, compiled on first use (such a call wants one of its two)."""
 
-    def __init__(self, f: Any, spec: tuple, build: Callable) -> None:
-        self.f, self.spec, self.build = f, spec, build
+    def __init__(self, f: Any, key: tuple, build: Callable) -> None:
+        self.f, self.key, self.build = f, key, build
         self.program: Any = None
 
     def __call__(self, *args: Any) -> Any:
         if self.program is None:
-            self.program = compile_cached(self.f, (*self.spec, True), True, self.build)
+            self.program = compile_cached(self.f, self.key, True, self.build)
         return self.program(*args)
 
 

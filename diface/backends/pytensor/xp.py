@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import types
+
+import numpy as _np
 from typing import Any
 
 import pytensor.tensor as _pt
@@ -16,13 +18,15 @@ from ..._errors import NotSupportedError
 
 
 def asarray(a: Any, dtype: Any = None, copy: bool | None = None) -> Any:
-    """`a` as a tensor (a symbolic one stays as it is), cast to `dtype` where given."""
-    t = _pt.as_tensor_variable(a)
-    if dtype is not None:
-        name = getattr(dtype, "name", None) or str(dtype)
-        if t.dtype != name:
-            t = t.astype(name)
-    return t
+    """`a` as an array: a symbolic tensor stays symbolic (cast to `dtype` where given); anything else
+    becomes a NumPy array, PyTensor's arrays (its functions take them as constants)."""
+    from pytensor.graph.basic import Variable
+
+    if isinstance(a, Variable):
+        t = _pt.as_tensor_variable(a)
+        name = None if dtype is None else getattr(dtype, "name", None) or str(dtype)
+        return t if name is None or t.dtype == name else t.astype(name)
+    return _np.array(a, dtype=None if dtype is None else _np.dtype(str(dtype)), copy=copy)
 
 
 def _complex_fft(*args: Any, **kwargs: Any) -> Any:
