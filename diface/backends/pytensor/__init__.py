@@ -13,8 +13,8 @@ mode applied to the gradient's graph. Context arrays are inputs of the compiled 
 
 PyTensor has no eager array type: NumPy arrays are its arrays (its functions take and return them), so
 `array_ops` is NumPy's and NumPy input gives NumPy results, with nothing converted. Compiling costs far
-more than calling (see `_compile`): compiled functions are cached per (f, operator, spec), preparations
-compile with PyTensor's default mode (C code) and unprepared calls with `FAST_COMPILE`. A compiled
+more than calling (see `_compile`): compiled functions are cached per (f, operator, spec) and by their
+graph's structure, compiled with PyTensor's default mode (C code). A compiled
 function holds its own storage, so calls on one preparation are serialized by a lock (threads get
 right results, one at a time). In-place functions are refused: symbolic tensors cannot be written to.
 """
