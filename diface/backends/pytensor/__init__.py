@@ -159,7 +159,12 @@ def _like(tangents: tuple, default: Any) -> Any:
     return tangents[0] if tangents else default
 
 
-register_engine(AutoPyTensor, name="pytensor", namespace="diface.backends.pytensor.xp")
+register_engine(
+    AutoPyTensor,
+    name="pytensor",
+    namespace="diface.backends.pytensor.xp",
+    direct="diface.backends.pytensor._direct:direct",
+)
 
 
 def _symbolic_ops() -> ArrayOps:

@@ -68,16 +68,20 @@ def graph_kernel(
         def make(full: bool) -> Callable[[], tuple[list, list]]:
             def build_now() -> tuple[list, list]:
                 tr = problem_trace(problem, cv, key)
-                T = None
+                T = T_in = None
                 if t_spec is not None:
                     import pytensor.tensor as pt
 
                     # the batch axis is left unknown: a static 1 would make it broadcastable, which some of
                     # PyTensor's rewrites of vectorized graphs mishandle
-                    T = pt.tensor(name="tangents", dtype=t_spec[1], shape=(None, *t_spec[0][1:]))
+                    if batch == 1:  # one tangent: an input of its own shape, no stacking at calls
+                        T_in = pt.tensor(name="tangent", dtype=t_spec[1], shape=t_spec[0][1:])
+                        T = T_in[None]
+                    else:
+                        T = T_in = pt.tensor(name="tangents", dtype=t_spec[1], shape=(None, *t_spec[0][1:]))
                 outs = build_checked(build, tr, T)
                 result = outs["result"].astype(dtype)
-                inputs = [tr.x, *tr.contexts] + ([T] if T is not None else [])
+                inputs = [tr.x, *tr.contexts] + ([T_in] if T_in is not None else [])
                 if not full:
                     return inputs, [result]
                 lower = outs.get("lower")
@@ -115,7 +119,9 @@ def graph_kernel(
     def run(x: Any, tangents: Any, cv: tuple, y: Any, full: bool) -> Result:
         arrays, plain, full_program = pick(cv)
         args = [x, *arrays]
-        if batch is not None:
+        if batch == 1:
+            args.append(tangents[0])
+        elif batch is not None:
             args.append(np.stack([np.asarray(t) for t in tangents]))
         if not full:
             r = plain(*args)[0]

@@ -6,10 +6,9 @@
 from __future__ import annotations
 
 import types
-
-import numpy as _np
 from typing import Any
 
+import numpy as _np
 import pytensor.tensor as _pt
 import pytensor.tensor.fft as _fft
 from pytensor.tensor import *  # noqa: F403 - the namespace is pytensor.tensor's
