@@ -26,7 +26,8 @@ def direct(operator: str, f: Callable, x: np.ndarray, v: np.ndarray, numpy_in: b
     if operator == "gradient":
         name, out = "pytensor.function(pytensor.grad)", grad(y, xs)
     elif operator == "hvp":
-        name, out = "pytensor.function(Lop of pytensor.grad)", Lop(grad(y, xs), xs, pt.constant(v))
+        gradient: Any = grad(y, xs)
+        name, out = "pytensor.function(Lop of pytensor.grad)", Lop(gradient, xs, pt.constant(v))
     elif operator == "jacobian":
         name, out = "pytensor.function(jacobian(vectorize=True))", jacobian(y, xs, vectorize=True)
     else:
