@@ -1,5 +1,5 @@
 """PyTensor's own fastest call of each benchmarked operator, for `python -m diface bench`: a compiled
-`pytensor.function` of `pytensor.grad` (gradient), of `Lop` of the gradient (hvp), of
+`pytensor.function` of `pytensor.grad` (gradient), of `Lop` of the gradient along an input v (hvp), of
 `pytensor.gradient.jacobian(vectorize=True)` and of the vectorized Jacobian of the gradient (hessian),
 compiled once before timing. NumPy arrays are PyTensor's arrays: NumPy and native input are the same."""
 
@@ -26,8 +26,12 @@ def direct(operator: str, f: Callable, x: np.ndarray, v: np.ndarray, numpy_in: b
     if operator == "gradient":
         name, out = "pytensor.function(pytensor.grad)", grad(y, xs)
     elif operator == "hvp":
+        # v is an input, as a Hessian-vector product is called (scipy's hessp(x, p)): a constant v would
+        # be a product with one fixed vector
+        vs = pt.tensor("v", dtype=v.dtype.name, shape=v.shape)
         gradient: Any = grad(y, xs)
-        name, out = "pytensor.function(Lop of pytensor.grad)", Lop(gradient, xs, pt.constant(v))
+        fn = pytensor.function([xs, vs], Lop(gradient, xs, vs))
+        return "pytensor.function(Lop of pytensor.grad)", lambda: fn(x, v)
     elif operator == "jacobian":
         name, out = "pytensor.function(jacobian(vectorize=True))", jacobian(y, xs, vectorize=True)
     else:
