@@ -30,8 +30,9 @@ def direct(operator: str, f: Callable, x: np.ndarray, v: np.ndarray, numpy_in: b
         # be a product with one fixed vector
         vs = pt.tensor("v", dtype=v.dtype.name, shape=v.shape)
         gradient: Any = grad(y, xs)
-        fn = pytensor.function([xs, vs], Lop(gradient, xs, vs))
-        return "pytensor.function(Lop of pytensor.grad)", lambda: fn(x, v)
+        product: Any = Lop(gradient, xs, vs)
+        hvp = pytensor.function([xs, vs], product)
+        return "pytensor.function(Lop of pytensor.grad)", lambda: hvp(x, v)
     elif operator == "jacobian":
         name, out = "pytensor.function(jacobian(vectorize=True))", jacobian(y, xs, vectorize=True)
     else:
