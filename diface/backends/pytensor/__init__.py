@@ -135,6 +135,12 @@ class AutoPyTensor(Backend):
     prepare_gradient = prepare_jacobian
     prepare_derivative = prepare_jacobian
 
+    def detect_sparsity(self, problem: Problem, order: int) -> Any:
+        """The global pattern from f's graph (see `diface.backends.pytensor._sparsity`)."""
+        from ._sparsity import graph_sparsity
+
+        return graph_sparsity(problem, order == 2)
+
     def check_complex(self, where: str) -> None:
         raise NotSupportedError(
             f"{where}: AutoPyTensor cannot differentiate functions of complex inputs or outputs: PyTensor's "
