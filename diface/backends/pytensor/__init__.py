@@ -141,13 +141,6 @@ class AutoPyTensor(Backend):
 
         return graph_sparsity(problem, order == 2)
 
-    def check_complex(self, where: str) -> None:
-        raise NotSupportedError(
-            f"{where}: AutoPyTensor cannot differentiate functions of complex inputs or outputs: PyTensor's "
-            "gradients of complex values are not defined (pytensor.grad requires real costs and its complex "
-            "rules are incomplete); use AutoJAX or AutoTorch, or di.realify(f) with real pairs written by hand"
-        )
-
     # -- second order --------------------------------------------------------------------------
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
         from ._nest import PyTensorNest

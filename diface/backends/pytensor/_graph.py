@@ -116,6 +116,11 @@ def trace(f: Callable, x: Any, cv: tuple, where: str = "AutoPyTensor") -> Trace:
         y = pt.as_tensor_variable(np.asarray(y))
     if not isinstance(y, pt.TensorVariable):
         raise NotSupportedError(f"{where}: f returned a {type(y).__name__}; it must return one tensor")
+    if not str(y.dtype).startswith("complex"):
+        from ._realify import has_complex, realify
+
+        if has_complex([xs, *inputs], y):  # PyTensor's complex gradients are broken: real pairs instead
+            y = realify([xs, *inputs], y)
     return Trace(xs, inputs, y)
 
 
