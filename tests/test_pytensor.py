@@ -203,3 +203,26 @@ def test_inverse_products_dense_and_krylov():
 def test_second_order_with_another_engine_inside_is_refused_clearly():
     with pytest.raises(di.NotSupportedError, match="DifferentiateWith"):
         di.hessian(f, di.SecondOrder(REVERSE, di.AutoFiniteDiff()), X)
+
+
+def test_sparsity_tracer_patterns_and_sparse_results():
+    A = np.zeros((3, 4))
+    A[0, 1], A[1, 0], A[2, 3] = 1.0, 2.0, 3.0
+    funcs = {
+        "shifted": (lambda x: x[1:] ** 2 - x[:-1], 6),
+        "constant matrix": (lambda x: pt.tanh(pt.matmul(pt.as_tensor(A), x)), 3),
+        "stack, where, concatenate": (
+            lambda x: pt.concatenate([pt.stack([x[0] * x[1], pt.sum(x)]), pt.where(x > 0, x**2, -x)]),
+            10,
+        ),
+        "set_subtensor": (lambda x: pt.set_subtensor(x[1:3], x[2:4] ** 2), 4),
+    }
+    sparse = di.AutoSparse(REVERSE)
+    for name, (h, nnz) in funcs.items():
+        prep = di.prepare_jacobian(h, sparse, X)
+        assert prep.sparsity_pattern.nnz == nnz, name
+        assert close(prep.jacobian(X2).toarray(), di.jacobian(h, REVERSE, X2)), name
+    chain = lambda x: pt.sum(x[1:] ** 2 * x[:-1]) + pt.sum(pt.exp(x))
+    hprep = di.prepare_hessian(chain, di.AutoSparse(REVERSE), X)
+    assert hprep.sparsity_pattern.nnz == 10  # tridiagonal
+    assert close(hprep.hessian(X2).toarray(), di.hessian(chain, REVERSE, X2))
