@@ -13,9 +13,11 @@ Functions compile with PyTensor's default mode (`FAST_RUN`: C code, the fastest 
 its graph rewrites, ~0.05-0.3 s a graph), unprepared calls too (see `mode_for`).
 
 A compiled `pytensor.function` keeps its inputs and intermediates in storage of its own, so it is not
-safe to call from several threads at once: `Program` serializes calls with a lock (measured against a
-copy per thread: an uncontended lock costs ~0.1 µs a call; `Function.copy` ~5 ms a thread, and PyTensor's
-C code holds the GIL, so copies would not run in parallel anyway).
+safe to call from several threads at once: `Program` serializes calls with a lock. Measured against a
+copy per thread (`Function.copy`, ~5 ms a copy, made while no other thread calls the original): 8
+threads x 200 gradients of a 300-element function, 2 busy cores: lock 15.7 s, copies 12.8 s, one thread
+doing all 1,600 calls 13.2 s: PyTensor's calls do not run in parallel to any use, so the lock, simple and
+safe, costs little; an uncontended lock adds ~0.1 µs a call.
 """
 
 from __future__ import annotations
