@@ -12,6 +12,13 @@ from conftest import assert_operator, operator_cases
 pytensor = pytest.importorskip("pytensor")
 import pytensor.tensor as pt  # noqa: E402
 
+# PyTensor compiles C code for every new graph (fused elementwise kernels are new per expression): over
+# the kit and the generated matrices that is minutes on a cold compile cache. The suite runs PyTensor's
+# own FAST_COMPILE mode (Python thunks, no C), as a user who wants compile time down would
+# (PYTENSOR_FLAGS=mode=FAST_COMPILE); AutoPyTensor compiles with the configured mode, and
+# test_the_default_c_mode runs the C code.
+pytensor.config.mode = "FAST_COMPILE"
+
 import diface as di  # noqa: E402
 from diface.testing import default_scenarios  # noqa: E402
 
@@ -117,6 +124,13 @@ def test_analytic_values_numpy_in_numpy_out_and_dtypes():
     x32 = X.astype(np.float32)
     g32 = di.gradient(f, REVERSE, x32)
     assert g32.dtype == np.float32 and close(g32, f_gradient(X), 1e-5)
+
+
+def test_the_default_c_mode():
+    with pytensor.config.change_flags(mode="FAST_RUN"):
+        prep = di.prepare_hessian(f, REVERSE, X)
+        assert close(prep.hessian(X2), f_hessian(X2))
+        assert close(di.pullback(g, REVERSE, X, (V, 2 * V)), (V @ g_jacobian(X), 2 * V @ g_jacobian(X)))
 
 
 def test_prepared_at_one_point_used_at_another_is_one_compiled_call():

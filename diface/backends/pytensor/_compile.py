@@ -22,6 +22,7 @@ safe, costs little; an uncontended lock adds ~0.1 µs a call.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import weakref
 from collections import OrderedDict
@@ -132,8 +133,9 @@ def graph_key(inputs: list, outputs: list) -> tuple | None:
         if where is not None:
             return where
         if isinstance(v, Constant):
-            data = np.asarray(v.data)
-            return ("c", v.type, data.dtype.str, data.shape, data.tobytes())
+            data = np.ascontiguousarray(v.data)
+            digest = hashlib.blake2b(data.tobytes(), digest_size=16).digest()  # a big constant is not kept twice
+            return ("c", v.type, data.dtype.str, data.shape, digest)
         raise KeyError(v)
 
     parts = []
