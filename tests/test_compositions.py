@@ -7,10 +7,25 @@ import collections
 
 import pytest
 
+from diface._optable import OPERATORS
 from diface.testing import COMPOSITIONS, check_cell, composition_cells, engines
 
-#: refusals the documentation promises, by (engine, composition, operator, data): none today
-DOCUMENTED_REFUSALS: dict[tuple, str] = {}
+_SPARSE = ("AutoSparse", "AutoSparse(SecondOrder)", "AutoSparse(MixedMode)")
+_TRACED = ("jacobian", "hessian", "inverse_pushforward", "inverse_pullback")
+
+#: refusals the documentation promises, by (engine, composition, operator, data)
+DOCUMENTED_REFUSALS: dict[tuple, str] = {
+    # docs/backends/mlx.md: MLX exposes no graph to trace a global sparsity pattern from (AutoSparse's default
+    # detector; DenseSparsityDetector works), and AutoMLX refuses complex inputs and outputs (no complex128, and
+    # MLX's reverse-mode rule of complex powers is conjugated)
+    **{
+        ("mlx", c, op, d): "no sparsity tracer"
+        for c in _SPARSE
+        for op in _TRACED
+        for d in ("flat", "tree+Constant", "has_aux")
+    },
+    **{("mlx", c, op, "complex"): "no complex inputs or outputs" for c in COMPOSITIONS for op in OPERATORS},
+}
 
 
 #: the engines diface ships: not a test engine that another test module registered before this one was

@@ -30,7 +30,7 @@ from .._arrays import NUMPY
 from .._backend import Backend
 from .._contexts import Constant
 from .._engines import engines, namespace_of
-from .._errors import NotSupportedError
+from .._errors import ArgumentError, NotSupportedError
 from .._mixed_mode import MixedMode
 from .._optable import OPERATORS
 from .._second_order import SecondOrder
@@ -78,6 +78,15 @@ def _operators(data: str) -> tuple[str, ...]:
     return names if data in ("flat", "complex") else tuple(op for op in names if op not in _SCALAR_X)
 
 
+def _holds_complex128(engine: Backend) -> bool:
+    """Whether the engine's own arrays can hold a complex128 array (its conversion refuses it otherwise)."""
+    try:
+        engine.array_ops(np.zeros(1)).asarray(np.zeros(1, np.complex128))
+    except (NotSupportedError, ArgumentError):
+        return False
+    return True
+
+
 def composition_cells(engine_names: Iterable[str] | None = None, sample: int = 1) -> list[Cell]:
     """Every cell for the registered engines (or `engine_names`), generated from the factors; with
     `sample` k > 1, a deterministic 1-in-k subset (chosen by a hash of the cell, the same on every run)."""
@@ -86,14 +95,19 @@ def composition_cells(engine_names: Iterable[str] | None = None, sample: int = 1
     cells = []
     for name in names:
         engine = registered[name].backend()
-        # native input differs from NumPy input where the engine works on arrays of its own
+        # native input differs from NumPy input where the engine works on arrays of its own (native complex
+        # input where those arrays hold complex128: MLX's do not)
         native = engine.is_available() and engine.array_ops(np.zeros(1)) is not NUMPY
+        if native:
+            registered[name].configure_for_float64()  # as check_cell does (JAX's 64-bit mode) before asking
+        native_complex = native and _holds_complex128(engine)
         for composition, wrap in COMPOSITIONS.items():
             if wrap(engine) is None:
                 continue
             for data in DATA:
                 for operator in _operators(data):
-                    for arrays in ("numpy", "native") if native else ("numpy",):
+                    both = native_complex if data == "complex" else native
+                    for arrays in ("numpy", "native") if both else ("numpy",):
                         cells.append(Cell(name, composition, operator, arrays, data))
     if sample > 1:
         cells = [c for c in cells if zlib.crc32(repr(c).encode()) % sample == 0]
