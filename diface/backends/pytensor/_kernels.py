@@ -17,7 +17,7 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
-from ._compile import compile_cached
+from ._compile import Program, compile_cached
 from ._graph import Trace, split_contexts, symbolic_like, trace
 
 __all__ = ["Build", "graph_kernel", "problem_trace", "unwrapped"]
@@ -132,11 +132,22 @@ def graph_kernel(
 
     direct = None
     if batch is None:
-        if not cv0:
-            direct = lambda x, cv: plain0(x)[0]
+        if not cv0:  # the hot path: one compiled call
+            direct = _direct_call(plain0) if isinstance(plain0, Program) else (lambda x, cv: plain0(x)[0])
         else:
             direct = lambda x, cv: _direct(pick, x, cv)
     return Kernel(run, result_dtype=np.dtype(dtype), accepts_numpy=True, direct=direct)
+
+
+def _direct_call(program: Any) -> Callable[[Any, tuple], Any]:
+    """`program`'s result at x, under its lock, with nothing around it."""
+    fn, lock = program.fn, program.lock
+
+    def direct(x: Any, cv: tuple) -> Any:
+        with lock:
+            return fn(x)[0]
+
+    return direct
 
 
 def _direct(pick: Callable, x: Any, cv: tuple) -> Any:
