@@ -130,6 +130,8 @@ def graph_kernel(
         r = outs[-1]
         return Result(outs[0], outs[1] if has_lower else None, tuple(r) if batch is not None else r)
 
+    if batch == 1 and not cv0 and isinstance(plain0, Program):
+        run = _one_tangent(plain0, run)
     direct = None
     if batch is None:
         if not cv0:  # the hot path: one compiled call
@@ -137,6 +139,21 @@ def graph_kernel(
         else:
             direct = lambda x, cv: _direct(pick, x, cv)
     return Kernel(run, result_dtype=np.dtype(dtype), accepts_numpy=True, direct=direct)
+
+
+def _one_tangent(program: Program, general: Callable) -> Callable:
+    """The plain call with one tangent and no contexts (an optimizer's Hessian-vector product): the
+    compiled function under its lock, nothing between; the full variant as `general`."""
+    fn, lock = program.fn, program.lock
+
+    def run(x: Any, tangents: Any, cv: tuple, y: Any, full: bool) -> Result:
+        if full:
+            return general(x, tangents, cv, y, full)
+        with lock:
+            r = fn(x, tangents[0])[0]
+        return Result(result=(r[0],))
+
+    return run
 
 
 def _direct_call(program: Any) -> Callable[[Any, tuple], Any]:
