@@ -66,7 +66,7 @@ from ._operators import (
 from ._prep import Prep
 from ._second_order import SecondOrder
 from ._tree_info import ravel
-from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoMLX, AutoTape, AutoTorch
+from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoMLX, AutoPyTensor, AutoTape, AutoTorch
 
 if TYPE_CHECKING:  # loaded lazily below; imported here for type checkers and the API reference
     from ._jacobian_operator import jacobian_operator
@@ -112,6 +112,7 @@ __all__ = [
     "AutoFiniteDiff",
     "AutoJAX",
     "AutoMLX",
+    "AutoPyTensor",
     "AutoSparse",
     "AutoTape",
     "AutoTorch",

@@ -97,6 +97,12 @@ class Backend(abc.ABC):
         """The namespace of the arrays `f` receives when called at `x` (NumPy input is converted to
         it); raises `ArgumentError` for an `x` the backend cannot take."""
 
+    def evaluator(self, f: Any) -> Any:
+        """`f` as the core calls it on native arrays, outside any kernel (f's output where no kernel says
+        it, the structure of a tree output, `has_aux`'s auxiliary output). The default is f itself; an
+        engine whose functions build a symbolic graph when called returns a function that computes."""
+        return f
+
     def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
         """(shape, dtype) of f's output at `problem.x`, which the core needs before preparing. The
         default evaluates f once; a backend that traces f anyway may answer from its trace (keeping

@@ -118,6 +118,7 @@ def make_codec(
     if output not in OUTPUTS:
         raise ArgumentError(f"{where}: output= must be 'tree' or 'matrix', got {output!r}")
     # complex inputs of the operators of the complex derivative are differentiated along their real parts
+    f = backend.evaluator(f)  # computes on native arrays, for an engine whose f builds a graph
     x_mode = "real" if op.name in HOLOMORPHIC_OPERATORS else "pairs"
     xi = TreeInfo(x, "x", where, complex_mode=x_mode) if is_tree(x) or has_complex_dtype(x) else None
     xf, imag = x, None

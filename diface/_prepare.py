@@ -167,7 +167,7 @@ def _prepare_flat(
         native_contexts = tuple(
             c.with_value(snapshot(ops, c.value)) if isinstance(c, Constant) else c for c in native_contexts
         )
-    problem = Problem(f, xn, native_contexts, yn, ops, single_use=single_use)
+    problem = Problem(backend.evaluator(f), xn, native_contexts, yn, ops, single_use=single_use)
     y_shape, y_dtype = problem.y_spec if yn is not None else backend.output_spec(problem)
     problem.set_y_spec(y_shape, y_dtype)
     if codec is None and ops.is_complex(y_dtype):

@@ -4,7 +4,8 @@ from .autograd import AutoAutograd
 from .finitediff import AutoFiniteDiff
 from .jax import AutoJAX
 from .mlx import AutoMLX
+from .pytensor import AutoPyTensor
 from .tape import AutoTape
 from .torch import AutoTorch
 
-__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoJAX", "AutoMLX", "AutoTape", "AutoTorch"]
+__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoJAX", "AutoMLX", "AutoPyTensor", "AutoTape", "AutoTorch"]
