@@ -4,6 +4,7 @@ from .autograd import AutoAutograd
 from .finitediff import AutoFiniteDiff
 from .jax import AutoJAX
 from .tape import AutoTape
+from .tensorflow import AutoTensorFlow
 from .torch import AutoTorch
 
-__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoJAX", "AutoTape", "AutoTorch"]
+__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoJAX", "AutoTape", "AutoTensorFlow", "AutoTorch"]
