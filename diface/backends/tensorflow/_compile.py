@@ -25,6 +25,7 @@ __all__ = ["compiled", "is_traced", "make_kernel", "result_dtype"]
 #: XLA (`jit_compile=True`) measured slower than TensorFlow's own graph runtime for the kit's and the
 #: benchmark's functions on the CPU (see the docs page), so tf.function runs without it
 JIT_COMPILE = False
+AUTOGRAPH = False
 
 
 def result_dtype(problem: Problem) -> Any:
@@ -142,11 +143,11 @@ class _Functions:
         x_spec, extra_spec, cv_spec = self.signature
         if extra_spec is None:
             function = tf_.function(
-                lambda x, cv: program(x, None, cv), input_signature=[x_spec, cv_spec], jit_compile=JIT_COMPILE
+                lambda x, cv: program(x, None, cv), input_signature=[x_spec, cv_spec], jit_compile=JIT_COMPILE, autograph=AUTOGRAPH
             )
             function.get_concrete_function()  # traced now, at preparation
             return lambda x, extra, cv: function(x, cv)
-        function = tf_.function(program, input_signature=self.signature, jit_compile=JIT_COMPILE)
+        function = tf_.function(program, input_signature=self.signature, jit_compile=JIT_COMPILE, autograph=AUTOGRAPH)
         function.get_concrete_function()
         return function
 
@@ -179,10 +180,10 @@ def _direct_kernel(plain: Callable, full: Callable, problem: Problem, dtype: Any
     cv = problem.context_values
     if cv:
         signature = [x_spec, tuple(spec_of(v, x_dtype) for v in cv)]
-        program = tf_.function(lambda x, cv: plain(x, None, cv).result, input_signature=signature, jit_compile=JIT_COMPILE)
+        program = tf_.function(lambda x, cv: plain(x, None, cv).result, input_signature=signature, jit_compile=JIT_COMPILE, autograph=AUTOGRAPH)
         direct = program
     else:
-        program = tf_.function(lambda x: plain(x, None, ()).result, input_signature=[x_spec], jit_compile=JIT_COMPILE)
+        program = tf_.function(lambda x: plain(x, None, ()).result, input_signature=[x_spec], jit_compile=JIT_COMPILE, autograph=AUTOGRAPH)
         direct = lambda x, cv: program(x)
     program.get_concrete_function()
 

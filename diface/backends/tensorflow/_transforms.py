@@ -51,9 +51,18 @@ def push(fn: Callable, x: Any, tangents: tuple) -> tuple:
 def push_batch(fn: Callable, x: Any, tangents: Any) -> Any:
     """`J t` for each row of `tangents` (`(B, *x.shape)` -> `(B, *y.shape)`)."""
     tf_ = tf()
-    if _size(x.shape) == 0 or tangents.shape[0] == 1:
+    if _size(x.shape) == 0 or tangents.shape[0] == 1 or _loops(tangents.shape[0]):
         return tf_.stack([jvp(fn, x, tangents[i])[1] for i in range(tangents.shape[0])])
     return tf_.vectorized_map(lambda t: jvp(fn, x, t)[1], tangents)
+
+
+#: eagerly, batches up to this size loop over their products: `tf.vectorized_map` and `tape.jacobian`
+#: trace a graph of their own at every eager call (about 0.1 s), more than a few products cost
+EAGER_LOOP = 16
+
+
+def _loops(batch: int) -> bool:
+    return batch <= EAGER_LOOP and tf().executing_eagerly()
 
 
 def pull(fn: Callable, x: Any, cotangents: tuple) -> tuple:
@@ -61,6 +70,13 @@ def pull(fn: Callable, x: Any, cotangents: tuple) -> tuple:
     else `tape.jacobian` of the inner products `<c_b, fn(x)>` (recorded on the tape)."""
     tf_ = tf()
     b = len(cotangents)
+    if b > 1 and _loops(b):
+        with tf_.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = fn(x)
+        return y, tuple(
+            tape.gradient(y, x, output_gradients=tf_.cast(c, y.dtype), unconnected_gradients=_zero()) for c in cotangents
+        )
     with tf_.GradientTape() as tape:
         tape.watch(x)
         y = fn(x)
@@ -100,14 +116,20 @@ def sweep(mode: str, fn: Callable, x: Any) -> tuple:
         columns = push_batch(fn, x, basis(x_shape, x.dtype))  # (n, *y_shape)
         jac = tf_.transpose(tf_.reshape(columns, (_size(x_shape), -1)))
         return y, tf_.reshape(jac, y_shape + x_shape)
-    with tf_.GradientTape() as tape:
+    eager = tf_.executing_eagerly()
+    with tf_.GradientTape(persistent=eager) as tape:
         tape.watch(x)
         y = fn(x)
     y_shape = tuple(y.shape)
-    if _size(x_shape) == 0 or _size(y_shape) == 0:
+    m = _size(y_shape)
+    if _size(x_shape) == 0 or m == 0:
         return y, tf_.zeros(y_shape + x_shape, _derivative_dtype(x, y))
     if y_shape == ():
         return y, tape.gradient(y, x, unconnected_gradients=_zero())
+    if _loops(m):
+        rows = tf_.reshape(tf_.eye(m, dtype=y.dtype), (m, *y_shape))
+        grads = [tape.gradient(y, x, output_gradients=rows[i], unconnected_gradients=_zero()) for i in range(m)]
+        return y, tf_.reshape(tf_.stack(grads), y_shape + x_shape)
     return y, tape.jacobian(y, x, unconnected_gradients=_zero())
 
 
