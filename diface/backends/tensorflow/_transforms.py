@@ -56,13 +56,14 @@ def push_batch(fn: Callable, x: Any, tangents: Any) -> Any:
     return tf_.vectorized_map(lambda t: jvp(fn, x, t)[1], tangents)
 
 
-#: eagerly, batches up to this size loop over their products: `tf.vectorized_map` and `tape.jacobian`
-#: trace a graph of their own at every eager call (about 0.1 s), more than a few products cost
-EAGER_LOOP = 16
+#: batches up to this size loop over their products (unrolled in a traced graph): `tf.vectorized_map`
+#: and `tape.jacobian` convert their loop body with `pfor`, which costs about 0.1 s per conversion (a
+#: second nested in a second-order graph), and eagerly they do it again at every call
+LOOP_UP_TO = 16
 
 
 def _loops(batch: int) -> bool:
-    return batch <= EAGER_LOOP and tf().executing_eagerly()
+    return batch <= LOOP_UP_TO
 
 
 def pull(fn: Callable, x: Any, cotangents: tuple) -> tuple:
@@ -116,8 +117,7 @@ def sweep(mode: str, fn: Callable, x: Any) -> tuple:
         columns = push_batch(fn, x, basis(x_shape, x.dtype))  # (n, *y_shape)
         jac = tf_.transpose(tf_.reshape(columns, (_size(x_shape), -1)))
         return y, tf_.reshape(jac, y_shape + x_shape)
-    eager = tf_.executing_eagerly()
-    with tf_.GradientTape(persistent=eager) as tape:
+    with tf_.GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = fn(x)
     y_shape = tuple(y.shape)
