@@ -11,7 +11,6 @@ third derivative, which raises when it is computed."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from ..._boundary import split_constants
 from ..._engines import engine_of
+from ..._errors import NotSupportedError
 from ._env import tf
 
 __all__ = ["TensorFlowBoundary"]
@@ -35,13 +35,32 @@ class TensorFlowBoundary:
 
     def call(self, dw: Any, x: Any, constants: tuple) -> Any:
         tf_ = self.tf
+        engine = engine_of(dw.inner.backend)
+        if engine is not None and engine.name == "tensorflow":
+            # TensorFlow inside too: f is TensorFlow code, which the outer computation differentiates as it is
+            # (the same derivatives, in every mode and inside tf.function, without crossing through the host)
+            return dw.inner.f(x, *constants)
         if not isinstance(x, (tf_.Tensor, tf_.Variable)):
             x = tf_.convert_to_tensor(np.asarray(x))
         arrays, rebuild = split_constants(constants)
         return _Crossing(dw, x, [tf_.convert_to_tensor(a) for a in arrays], rebuild).value(x)
 
     def inner_pushforward(self, f: Any, x: np.ndarray, t: np.ndarray, constants: tuple) -> np.ndarray | None:
-        return None  # TensorFlow inside: its prepared pushforward (on a thread of its own, see `_Crossing.call`)
+        return None  # TensorFlow inside: its prepared pushforward
+
+
+def _refuse_forward_in_graph(f: Any, *tensors: Any) -> None:
+    """A `ForwardAccumulator` inside a traced `tf.function` gives no tangent through `tf.custom_gradient`
+    (it would silently be zero): `NotSupportedError` saying what works instead."""
+    from tensorflow.python.eager import forwardprop_util
+
+    if forwardprop_util.pack_tangents(list(tensors)).tangents:
+        raise NotSupportedError(
+            f"DifferentiateWith({getattr(f, '__name__', 'f')}, ...): TensorFlow's forward mode (ForwardAccumulator) "
+            "does not cross the boundary inside a traced tf.function; use AutoTensorFlow(mode='reverse') (and "
+            "di.SecondOrder(di.AutoTensorFlow('reverse'), di.AutoTensorFlow('reverse')) for second order), or "
+            "AutoTensorFlow(jit=False), which crosses in both modes"
+        )
 
 
 def _host(fn: Callable, like: Any, *tensors: Any, shape: Any = None) -> Any:
@@ -51,6 +70,7 @@ def _host(fn: Callable, like: Any, *tensors: Any, shape: Any = None) -> Any:
     dtype = like.dtype
     if tf_.executing_eagerly():
         return tf_.convert_to_tensor(np.asarray(fn(*(np.asarray(t) for t in tensors)), dtype=dtype.as_numpy_dtype))
+    _refuse_forward_in_graph(fn, *tensors)
     out = tf_.numpy_function(
         lambda *a: np.asarray(fn(*a), dtype=dtype.as_numpy_dtype), list(tensors), dtype, stateful=False
     )
@@ -63,33 +83,13 @@ class _Crossing:
 
     def __init__(self, dw: Any, x: Any, arrays: list, rebuild: Callable) -> None:
         self.inner, self.arrays, self.rebuild = dw.inner, arrays, rebuild
-        engine = engine_of(dw.inner.backend)
-        self.inner_tensorflow = engine is not None and engine.name == "tensorflow"
+        self.f = dw.inner.f
         self.n = len(arrays)
         self.y_shape, self.y_dtype = self._y_spec(x)
 
-    def call(self, op: Callable, *args: Any) -> Any:
-        """`op(*args)` of the inner backend. TensorFlow inside too runs on a thread of its own: the outer
-        computation calls in while recording is stopped on its thread (a `custom_gradient`'s forward pass)
-        or while its `ForwardAccumulator`s are paused (the products it derives from gradient functions),
-        states of the calling thread that would silence the inner engine's own tapes and accumulators."""
-        if not self.inner_tensorflow:
-            return op(*args)
-        box: list = []
-
-        def work() -> None:
-            try:
-                box.append((True, op(*args)))
-            except BaseException as e:  # raised again on the calling thread
-                box.append((False, e))
-
-        thread = threading.Thread(target=work, name="diface-tensorflow-inner")
-        thread.start()
-        thread.join()
-        ok, out = box[0]
-        if not ok:
-            raise out
-        return out
+    @staticmethod
+    def call(op: Callable, *args: Any) -> Any:
+        return op(*args)
 
     def _constants(self, values: tuple) -> tuple:
         return self.rebuild([np.asarray(v) for v in values])
@@ -101,7 +101,7 @@ class _Crossing:
             return None, None
         point = np.ones(x.shape, x.dtype.as_numpy_dtype)
         constants = self.rebuild([np.asarray(a) if hasattr(a, "numpy") else np.ones(a.shape, a.dtype.as_numpy_dtype) for a in self.arrays])
-        y = self.inner.value(point, constants)
+        y = self.call(self.inner.value, point, constants)
         return y.shape, tf_.as_dtype(y.dtype)
 
     def value(self, x: Any) -> Any:
@@ -114,6 +114,7 @@ class _Crossing:
             if tf_.executing_eagerly():
                 y = tf_.convert_to_tensor(fn(np.asarray(x), *(np.asarray(a) for a in crossing.arrays)))
             else:
+                _refuse_forward_in_graph(crossing.f, x)
                 y = tf_.numpy_function(fn, [x, *crossing.arrays], crossing.y_dtype, stateful=False)
                 y.set_shape(crossing.y_shape)
 
@@ -151,6 +152,7 @@ class _Crossing:
             if tf_.executing_eagerly():
                 r = tf_.convert_to_tensor(fn(np.asarray(x), np.asarray(t), *(np.asarray(a) for a in crossing.arrays)))
             else:
+                _refuse_forward_in_graph(crossing.f, x, t)
                 r = tf_.numpy_function(fn, [x, t, *crossing.arrays], crossing.y_dtype, stateful=False)
                 r.set_shape(crossing.y_shape)
 
