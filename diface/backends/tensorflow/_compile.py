@@ -149,7 +149,7 @@ class _Functions:
             return lambda x, extra, cv: function(x, cv)
         function = tf_.function(program, input_signature=self.signature, jit_compile=JIT_COMPILE, autograph=AUTOGRAPH)
         function.get_concrete_function()
-        return function
+        return lambda x, extra, cv: function(x, tuple(extra), cv)  # tangents may come as a list
 
 
 def make_kernel(problem: Problem, program: Callable[[bool], Callable], extra: Any, jit: bool) -> Kernel:
