@@ -122,6 +122,18 @@ class TensorFlowOps(ArrayOps):
     def compile(self, fn: Callable) -> Callable:
         return fn  # compiled per preparation (tf.function with a fixed signature), not per call
 
+    # sparse results (AutoSparse): tf.sparse.SparseTensor ---------------------------------------
+    def sparse_matrix(self, pattern: Any, data: Any) -> Any:
+        """A `tf.sparse.SparseTensor` (indices: rows and columns, in CSR order, made once per pattern)."""
+        indices = pattern.memo("tf-indices", lambda: self.tf.constant(np.stack([pattern.rows, pattern.cols], 1).astype(np.int64)))
+        return self.tf.sparse.SparseTensor(indices, data, pattern.shape)
+
+    def is_sparse(self, a: Any) -> bool:
+        return isinstance(a, self.tf.sparse.SparseTensor)
+
+    def sparse_to_dense(self, a: Any) -> Any:
+        return self.tf.sparse.to_dense(a)
+
     # linear solves (Jacobian-inverse products) -------------------------------------------------
     def lu_factor(self, a: Any) -> Any:
         return self.tf.linalg.lu(a)
