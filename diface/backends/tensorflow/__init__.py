@@ -101,8 +101,9 @@ class AutoTensorFlow(Backend):
         )
 
     def second_order_backends(self) -> tuple[Backend, Backend]:
-        # forward over reverse: a ForwardAccumulator around a GradientTape
-        return dataclasses.replace(self, mode="forward"), dataclasses.replace(self, mode="reverse")
+        # outside "auto": forward over reverse for Hessian-vector products, the tape's jacobian of the gradient
+        # for Hessians (see `diface.backends.tensorflow._nest`)
+        return dataclasses.replace(self, mode="auto"), dataclasses.replace(self, mode="reverse")
 
     # -- first order ---------------------------------------------------------------------------
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:

@@ -147,9 +147,16 @@ class _Functions:
             )
             function.get_concrete_function()  # traced now, at preparation
             return lambda x, extra, cv: function(x, cv)
-        function = tf_.function(program, input_signature=self.signature, jit_compile=JIT_COMPILE, autograph=AUTOGRAPH)
+        k = len(extra_spec)
+        # flat positional tensors: TensorFlow binds them faster than nested tuples
+        function = tf_.function(
+            lambda x, *flat: program(x, flat[:k], flat[k:]),
+            input_signature=[x_spec, *extra_spec, *cv_spec],
+            jit_compile=JIT_COMPILE,
+            autograph=AUTOGRAPH,
+        )
         function.get_concrete_function()
-        return lambda x, extra, cv: function(x, tuple(extra), cv)  # tangents may come as a list
+        return lambda x, extra, cv: function(x, *extra, *cv)
 
 
 def make_kernel(problem: Problem, program: Callable[[bool], Callable], extra: Any, jit: bool) -> Kernel:

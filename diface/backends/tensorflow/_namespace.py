@@ -32,3 +32,12 @@ def _last_axis(transform: Any) -> Any:
 
 
 fft = types.SimpleNamespace(fft=_last_axis(_tf.signal.fft), ifft=_last_axis(_tf.signal.ifft))
+
+
+def asarray(a: Any, dtype: Any = None) -> Any:
+    """`tnp.asarray`; host data (NumPy arrays, numbers, lists) becomes an eager constant even while f is
+    traced (`tf.init_scope`), so that a constant made once and kept serves every graph."""
+    if isinstance(a, (_tf.Tensor, _tf.Variable)):
+        return _tnp.asarray(a, dtype=dtype)
+    with _tf.init_scope():
+        return _tnp.asarray(a, dtype=dtype)
