@@ -100,7 +100,9 @@ class _Crossing:
         if tf_.executing_eagerly():
             return None, None
         point = np.ones(x.shape, x.dtype.as_numpy_dtype)
-        constants = self.rebuild([np.asarray(a) if hasattr(a, "numpy") else np.ones(a.shape, a.dtype.as_numpy_dtype) for a in self.arrays])
+        constants = self.rebuild(
+            [np.asarray(a) if hasattr(a, "numpy") else np.ones(a.shape, a.dtype.as_numpy_dtype) for a in self.arrays]
+        )
         y = self.call(self.inner.value, point, constants)
         return y.shape, tf_.as_dtype(y.dtype)
 

@@ -143,7 +143,10 @@ class _Functions:
         x_spec, extra_spec, cv_spec = self.signature
         if extra_spec is None:
             function = tf_.function(
-                lambda x, cv: program(x, None, cv), input_signature=[x_spec, cv_spec], jit_compile=JIT_COMPILE, autograph=AUTOGRAPH
+                lambda x, cv: program(x, None, cv),
+                input_signature=[x_spec, cv_spec],
+                jit_compile=JIT_COMPILE,
+                autograph=AUTOGRAPH,
             )
             function.get_concrete_function()  # traced now, at preparation
             return lambda x, extra, cv: function(x, cv)
@@ -187,10 +190,17 @@ def _direct_kernel(plain: Callable, full: Callable, problem: Problem, dtype: Any
     cv = problem.context_values
     if cv:
         signature = [x_spec, tuple(spec_of(v, x_dtype) for v in cv)]
-        program = tf_.function(lambda x, cv: plain(x, None, cv).result, input_signature=signature, jit_compile=JIT_COMPILE, autograph=AUTOGRAPH)
+        program = tf_.function(
+            lambda x, cv: plain(x, None, cv).result,
+            input_signature=signature,
+            jit_compile=JIT_COMPILE,
+            autograph=AUTOGRAPH,
+        )
         direct = program
     else:
-        program = tf_.function(lambda x: plain(x, None, ()).result, input_signature=[x_spec], jit_compile=JIT_COMPILE, autograph=AUTOGRAPH)
+        program = tf_.function(
+            lambda x: plain(x, None, ()).result, input_signature=[x_spec], jit_compile=JIT_COMPILE, autograph=AUTOGRAPH
+        )
         direct = lambda x, cv: program(x)
     program.get_concrete_function()
 

@@ -51,12 +51,10 @@ def direct(operator: str, f: Callable, x: np.ndarray, v: np.ndarray, numpy_in: b
         "jacobian": {"tf.function(GradientTape.jacobian)": jacrev},
         "hessian": {"tf.function(GradientTape.jacobian of the gradient)": hessian},
     }
-    compiled = {
-        name: tf_.function(fn, input_signature=[spec], autograph=False) for name, fn in table[operator].items()
-    }
+    compiled = {name: tf_.function(fn, input_signature=[spec], autograph=False) for name, fn in table[operator].items()}
     tx = tf_.constant(x)
 
-    def thunk(fn: Callable[[Any], Any]) -> Callable[[], Any]:
+    def thunk(fn: Any) -> Callable[[], Any]:
         fn.get_concrete_function()
         if numpy_in:
             return lambda: fn(x).numpy()

@@ -17,7 +17,12 @@ from types import ModuleType
 __all__ = ["tf"]
 
 _LOCK = threading.Lock()
-_NOISE = (b"before absl::InitializeLog()", b"oneDNN custom operations are on", b"cpu_feature_guard", b"rebuild TensorFlow with the appropriate compiler flags")
+_NOISE = (
+    b"before absl::InitializeLog()",
+    b"oneDNN custom operations are on",
+    b"cpu_feature_guard",
+    b"rebuild TensorFlow with the appropriate compiler flags",
+)
 
 
 _READY: list[ModuleType] = []
@@ -32,11 +37,14 @@ def tf() -> ModuleType:
     with _LOCK:
         if _READY:
             return _READY[0]
+        module: ModuleType
         if "tensorflow" not in sys.modules and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
             os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
             module = _import_filtered()
         else:
-            import tensorflow as module
+            import tensorflow
+
+            module = tensorflow
         module.experimental.numpy.experimental_enable_numpy_behavior()
         _READY.append(module)
         return module

@@ -125,7 +125,9 @@ class TensorFlowOps(ArrayOps):
     # sparse results (AutoSparse): tf.sparse.SparseTensor ---------------------------------------
     def sparse_matrix(self, pattern: Any, data: Any) -> Any:
         """A `tf.sparse.SparseTensor` (indices: rows and columns, in CSR order, made once per pattern)."""
-        indices = pattern.memo("tf-indices", lambda: self.tf.constant(np.stack([pattern.rows, pattern.cols], 1).astype(np.int64)))
+        indices = pattern.memo(
+            "tf-indices", lambda: self.tf.constant(np.stack([pattern.rows, pattern.cols], 1).astype(np.int64))
+        )
         return self.tf.sparse.SparseTensor(indices, data, pattern.shape)
 
     def is_sparse(self, a: Any) -> bool:

@@ -103,7 +103,7 @@ def graph_sparsity(f: Callable, x: Any, context_values: tuple, second: bool) -> 
     placeholders = [t for t in graph.inputs if t.dtype != tf_.resource]
     env[placeholders[0].name] = x_deps
     for t in placeholders[1:]:
-        env[t.name] = Deps.constant(tuple(t.shape), n, second)
+        env[t.name] = None  # None: depends on no element of x
     for op in graph.get_operations():
         if op.type == "Placeholder" or any(o.name in env for o in op.outputs):
             continue
@@ -122,9 +122,8 @@ def _shape(t: Any) -> tuple:
 def _operation(op: Any, env: dict, n: int, second: bool) -> list:
     ins = [env.get(t.name) for t in op.inputs]
     shapes = [_shape(o) for o in op.outputs]
-    constant = lambda: [Deps.constant(s, n, second) for s in shapes]
     if not any(isinstance(v, Deps) for v in ins) or op.type in _CONSTANT:
-        return constant()
+        return [None] * len(shapes)  # depends on no element of x
     kind = _ELEMENTWISE.get(op.type)
     if kind is not None:
         operands = [_deps(v, t, n, second) for v, t in zip(ins, op.inputs, strict=True)]

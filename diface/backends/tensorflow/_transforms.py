@@ -76,7 +76,8 @@ def pull(fn: Callable, x: Any, cotangents: tuple) -> tuple:
             tape.watch(x)
             y = fn(x)
         return y, tuple(
-            tape.gradient(y, x, output_gradients=tf_.cast(c, y.dtype), unconnected_gradients=_zero()) for c in cotangents
+            tape.gradient(y, x, output_gradients=tf_.cast(c, y.dtype), unconnected_gradients=_zero())
+            for c in cotangents
         )
     with tf_.GradientTape() as tape:
         tape.watch(x)
