@@ -170,7 +170,7 @@ def test_inplace_is_refused_and_inputs_are_never_mutated():
     def square(y, x):
         y[...] = x**2
 
-    with pytest.raises(di.DifaceError, match="in-place|in place"):
+    with pytest.raises(di.DifaceError, match=r"in-place|in place"):
         di.jacobian(square, AUTO, X, y=np.zeros(4))
     x = X.copy()
     x.flags.writeable = False
