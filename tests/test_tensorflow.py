@@ -236,3 +236,19 @@ def test_differentiate_with_forward_mode_in_a_graph_is_refused_not_zero():
         di.prepare_gradient(h, FORWARD, X)
     prep = di.prepare_hessian(h, di.SecondOrder(REVERSE, REVERSE), X)
     np.testing.assert_allclose(prep.hessian(X2), np.diag(2 * np.cos(X2) - X2 * np.sin(X2)), rtol=1e-10)
+
+
+def test_quiet_import_after_torch_and_jax_in_one_process():
+    import subprocess
+    import sys
+
+    code = (
+        "import torch, jax, numpy as np, diface as di\n"
+        "import diface.backends.tensorflow._namespace as tnp\n"
+        "print(di.gradient(lambda x: tnp.sum(x**2), di.AutoTensorFlow(), np.array([1.0, 2.0])))\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "[2. 4.]" in done.stdout
+    assert "oneDNN" not in done.stderr and "absl" not in done.stderr

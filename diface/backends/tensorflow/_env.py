@@ -2,8 +2,9 @@
 
 TensorFlow logs from C++ at import (oneDNN notices, absl's "before InitializeLog" warning) and from
 Python at tracing (retracing warnings). diface sets `TF_CPP_MIN_LOG_LEVEL=2` before TensorFlow's first
-import, only where the variable is unset (a user's own setting wins), and drops the two notices that
-ignore it from what the import writes to the standard error; every other line is written on.
+import, only where the variable is unset (a user's own setting wins; JAX's import sets 1), and, unless
+it is 0, drops the notices that ignore it from what the import and TensorFlow's first kernel write to
+the standard error; every other line is written on.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ def tf() -> ModuleType:
         if _READY:
             return _READY[0]
         module: ModuleType
-        if "tensorflow" not in sys.modules and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
-            os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+        if "tensorflow" not in sys.modules and os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2") != "0":
+            # unset: 2; set (JAX's import sets 1 where it is unset): kept, and the INFO notices it asks to
+            # hide, which TensorFlow prints anyway, are dropped
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
             module = _import_filtered()
         else:
             import tensorflow
@@ -64,6 +67,9 @@ def _import_filtered() -> ModuleType:
         os.dup2(captured.fileno(), 2)
         try:
             import tensorflow
+
+            # the first kernel TensorFlow runs logs the oneDNN notice again: run one while capturing
+            tensorflow.reduce_sum(tensorflow.constant([1.0]) * 2.0).numpy()
         finally:
             os.dup2(saved, 2)
             os.close(saved)
