@@ -181,7 +181,10 @@ def _move(op: Any, ins: list, data: Sequence[int], n: int, second: bool) -> list
             if value is None:
                 return _anywhere(ins, [_shape(o) for o in op.outputs], data, n, second)
             args.append(value)
-    outs = _run_like(op, args)
+    try:
+        outs = _run_like(op, args)
+    except TypeError:  # an operation whose Python keywords differ from its definition's input names
+        return _anywhere(ins, [_shape(o) for o in op.outputs], data, n, second)
     stacked = _stack(parts, n, second)
     return [stacked.gather(np.asarray(o, dtype=np.int64)) for o in outs]
 
@@ -189,6 +192,9 @@ def _move(op: Any, ins: list, data: Sequence[int], n: int, second: bool) -> list
 def _run_like(op: Any, args: list) -> list:
     """`op` run eagerly on other inputs (`tf.raw_ops`, with its non-type attributes)."""
     tf_ = tf()
+    if op.type == "SplitV":  # raw_ops names its split_dim input `axis`
+        sizes, axis = np.asarray(args[1]), int(args[2])
+        return list(np.split(args[0], np.cumsum(sizes)[:-1], axis=axis))
     op_def = op.op_def
     numbers = {a.number_attr for a in op_def.input_arg if a.number_attr}
     attrs = {
