@@ -15,7 +15,8 @@ import numpy as np
 from ..._arrays import ArrayOps, framework_ops
 from ..._backend import Backend
 from ..._boundary import register_boundary
-from ..._derive import SecondOrderPlan, choose_kernel
+from ..._derive import SecondOrderPlan
+from ..._derive.mode import sweep_mode
 from ..._engines import register_engine
 from ..._errors import ArgumentError
 from ..._kernel import Kernel, Result
@@ -37,8 +38,8 @@ class AutoTensorFlow(Backend):
     Args:
         mode: "auto" (default), "forward" or "reverse": the direction Jacobians, gradients and
             derivatives sweep in (`ForwardAccumulator`s of the input basis, batched by
-            `tf.vectorized_map`, or the tape's `jacobian`); "auto" picks per problem (fewer products wins;
-            both are traced and timed at preparation where it is close). Pushforwards always use the
+            `tf.vectorized_map`, or the tape's `jacobian`); "auto" picks per problem (fewer products wins,
+            forward on a tie). Pushforwards always use the
             accumulator, pullbacks the tape (a batch of cotangents: one `tape.jacobian` of their inner
             products with f's output).
         jit: trace each prepared operator with `tf.function` at preparation (default), with an input
@@ -125,7 +126,9 @@ class AutoTensorFlow(Backend):
         return make_kernel(problem, program, extra, self._traces(problem))
 
     def prepare_jacobian(self, problem: Problem) -> Kernel:
-        return choose_kernel(self, problem, lambda mode: self._jacobian_kernel(problem, mode))
+        # "auto": the mode with fewer products, without tracing and timing both (tracing costs a tenth of a
+        # second per operator, more than the two sweeps differ on the problems where the counts are close)
+        return self._jacobian_kernel(problem, sweep_mode(self, problem))
 
     prepare_gradient = prepare_jacobian
     prepare_derivative = prepare_jacobian
