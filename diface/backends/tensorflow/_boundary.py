@@ -7,7 +7,7 @@ the hvp and the pushforward; the pushforward's are the hvp and the pullback. So 
 (reverse over reverse) and a `ForwardAccumulator` (whose products TensorFlow derives from the gradient
 functions by the double-backward trick, forward over reverse included) cross the boundary. The hvp's
 gradient in its direction is an hvp again (the Hessian is symmetric); in x and the cotangent it is a
-third derivative, which raises when it is computed."""
+third derivative, which raises when it is computed in a graph and is NaN eagerly."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ class _Crossing:
 
     def value(self, x: Any) -> Any:
         tf_ = tf()
-        crossing, n = self, self.n
+        crossing = self
 
         @tf_.custom_gradient
         def value(x: Any) -> Any:
@@ -125,7 +125,6 @@ class _Crossing:
 
             return y, grad
 
-        del n
         return value(x)
 
     def pullback(self, x: Any, g: Any) -> Any:
@@ -190,7 +189,10 @@ class _Crossing:
 
         tf_ = tf()
         if tf_.executing_eagerly():
-            return None  # unconnected: an eager third derivative asks for it through a second tape
+            # eagerly a ForwardAccumulator runs every gradient function of its double-backward trick (this one
+            # included, for second order), so nothing can raise here: a third derivative comes out NaN, never
+            # a plausible number (in a graph, the op below raises if a third derivative is computed)
+            return tf_.fill(like.shape, tf_.constant(np.nan, like.dtype))
         out = tf_.numpy_function(refuse, [like], like.dtype, stateful=False)
         out.set_shape(like.shape)
         return out
