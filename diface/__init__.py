@@ -66,7 +66,7 @@ from ._operators import (
 from ._prep import Prep
 from ._second_order import SecondOrder
 from ._tree_info import ravel
-from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoMLX, AutoPyTensor, AutoTape, AutoTorch
+from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoMLX, AutoPyTensor, AutoTape, AutoTensorFlow, AutoTorch
 
 if TYPE_CHECKING:  # loaded lazily below; imported here for type checkers and the API reference
     from ._jacobian_operator import jacobian_operator
@@ -115,6 +115,7 @@ __all__ = [
     "AutoPyTensor",
     "AutoSparse",
     "AutoTape",
+    "AutoTensorFlow",
     "AutoTorch",
     "Backend",
     "MixedMode",

@@ -154,7 +154,7 @@ class Inner:
         ops = self._ops
 
         def weighted(x: Any, w: Any, *cs: Any) -> Any:
-            s = (f(x, *cs) * w).sum()
+            s = ops.vdot(f(x, *cs), w)  # sum(y * w): arrays without a .sum() method (tf.Tensor) too
             return ops.real(s) if is_complex else s
 
         try:

@@ -6,6 +6,16 @@ from .jax import AutoJAX
 from .mlx import AutoMLX
 from .pytensor import AutoPyTensor
 from .tape import AutoTape
+from .tensorflow import AutoTensorFlow
 from .torch import AutoTorch
 
-__all__ = ["AutoAutograd", "AutoFiniteDiff", "AutoJAX", "AutoMLX", "AutoPyTensor", "AutoTape", "AutoTorch"]
+__all__ = [
+    "AutoAutograd",
+    "AutoFiniteDiff",
+    "AutoJAX",
+    "AutoMLX",
+    "AutoPyTensor",
+    "AutoTape",
+    "AutoTensorFlow",
+    "AutoTorch",
+]

@@ -247,6 +247,21 @@ def _dense(a: Any) -> Any:
         return a.to_dense()
     if hasattr(a, "todense") and not hasattr(a, "__array__"):
         return a.todense()
+    return _registered_sparse_to_dense(a)
+
+
+def _registered_sparse_to_dense(a: Any) -> Any:
+    """A sparse matrix of a registered array library without the methods above (TensorFlow's
+    `tf.sparse.SparseTensor`) made dense by that library's `ArrayOps`; anything else as it is."""
+    import sys
+
+    from .._arrays._registry import _REGISTERED, framework_ops
+
+    for framework in list(_REGISTERED):
+        if framework in sys.modules:
+            ops = framework_ops(framework)
+            if ops.is_sparse(a):
+                return ops.sparse_to_dense(a)
     return a
 
 
