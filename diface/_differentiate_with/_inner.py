@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import _operators as di
-from .._arrays import NUMPY
+from .._arrays import NUMPY, ops_for
 from .._backend import Backend
 from .._boundary import boundary_of, from_host, to_host
 from .._contexts import Constant
@@ -154,7 +154,10 @@ class Inner:
         ops = self._ops
 
         def weighted(x: Any, w: Any, *cs: Any) -> Any:
-            s = ops.vdot(f(x, *cs), w)  # sum(y * w): arrays without a .sum() method (tf.Tensor) too
+            y = f(x, *cs)
+            # sum(y * w) by the namespace of what f returned (a traced value's, where the engine traces f
+            # on values of its own), for arrays without a .sum() method (tf.Tensor) too
+            s = (ops_for(y) or ops).vdot(y, w)
             return ops.real(s) if is_complex else s
 
         try:

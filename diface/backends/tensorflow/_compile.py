@@ -84,9 +84,11 @@ def spec_of(value: Any, like: Any = None) -> Any:
     return tf_.nest.map_structure(leaf, value)
 
 
-def compiled(run: Callable, problem: Problem, extra: Any, jit: bool) -> Callable:
-    """`run(x, extra, cv)`, traced now as a `tf.function` with the problem's input signature when `jit`
-    (one graph per distinct tuple of static context values), else `run` itself (eager)."""
+def compiled(run: Callable, problem: Problem, extra: Any, jit: bool, now: bool = True) -> Callable:
+    """`run(x, extra, cv)`, traced as a `tf.function` with the problem's input signature when `jit` (one
+    graph per distinct tuple of static context values), else `run` itself (eager). `now`: the prepared
+    spec's graph is traced here, at preparation; else on first use (a full variant many preparations
+    never call)."""
     if not jit:
         return run
     cv = problem.context_values
@@ -95,15 +97,17 @@ def compiled(run: Callable, problem: Problem, extra: Any, jit: bool) -> Callable
     for i in static:
         _require_hashable(cv[i], i)
     functions = _Functions(run, problem, extra, traced, static)
-    if not static:
+    if now:
+        functions.get(tuple(cv[i] for i in static))
+    if not static and now:
         program = functions.get(())
         return lambda x, extra, cv: program(x, extra, tuple(cv[i] for i in traced))
     return lambda x, extra, cv: functions.get(tuple(cv[i] for i in static))(x, extra, tuple(cv[i] for i in traced))
 
 
 class _Functions:
-    """The `tf.function`s of one operator, one per tuple of static context values (traced on first
-    use; the prepared one now)."""
+    """The `tf.function`s of one operator, one per tuple of static context values (each traced on first
+    use)."""
 
     def __init__(self, run: Callable, problem: Problem, extra: Any, traced: tuple, static: tuple) -> None:
         tf_ = tf()
@@ -117,7 +121,6 @@ class _Functions:
         ]
         self._made: dict[tuple, Callable] = {}
         self._lock = threading.Lock()
-        self.get(tuple(cv[i] for i in static))
 
     def get(self, static_values: tuple) -> Callable:
         made = self._made.get(static_values)
@@ -167,10 +170,11 @@ class _Functions:
 def make_kernel(problem: Problem, program: Callable[[bool], Callable], extra: Any, jit: bool) -> Kernel:
     """The kernel running `program(full)(x, extra, cv) -> Result`: two programs (plain and full variant),
     traced now when `jit` (never for a single-use preparation). Without tangents and static contexts, the
-    plain variant is also the kernel's `direct` path: one `tf.function` dispatch returning the result."""
+    plain variant is also the kernel's `direct` path: one `tf.function` dispatch returning the result. The
+    full variant is traced on its first call: many preparations never make one (tracing costs 0.1-0.2 s)."""
     jit = jit and not problem.single_use
     dtype = result_dtype(problem)
-    full = compiled(casting(program(True), dtype), problem, extra, jit)
+    full = compiled(casting(program(True), dtype), problem, extra, jit, now=False)
     plain_run = casting(program(False), dtype)
     cv = problem.context_values
     if jit and extra is None and all(is_traced(v) for v in cv):
