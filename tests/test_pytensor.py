@@ -53,13 +53,12 @@ def _statuses(report) -> dict:
 
 
 def test_layouts_edges_and_structural_scenarios():
-    """x, tangents and Constant arrays in every layout; 0-d, empty, 3-d, float32; the where / cat / clamp
-    families. (The narrow family reads `len(a.shape)`: a symbolic tensor's shape has no length, so f
-    cannot be traced; that is refused clearly, see test_clear_errors.)"""
+    """x, tangents and Constant arrays in every layout; 0-d, empty, 3-d, float32; the structural
+    database's where / cat / narrow / clamp families."""
     from diface.testing import edge_scenarios, layout_scenarios, structural_scenarios, test_differentiation
 
     scenarios = layout_scenarios() + edge_scenarios()
-    scenarios += [s for s in structural_scenarios() if s.family != "narrow"]
+    scenarios += structural_scenarios()
     report = test_differentiation([REVERSE], scenarios, operators=["jacobian", "pullback", "hessian"], threads=0)
     assert set(_statuses(report)) <= {"pass", "skip", "n/a"}, _statuses(report)
 

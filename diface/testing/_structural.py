@@ -35,7 +35,7 @@ def apply(xp: Any, op: str, meta: dict, inputs: list) -> Any:
         return xp.concatenate(inputs, axis=meta["dim"])
     if op == "narrow":
         a = inputs[0]
-        dim = meta["dim"] % len(a.shape)
+        dim = meta["dim"] % a.ndim  # not len(a.shape): a symbolic shape (PyTensor) has no length
         index = (slice(None),) * dim + (slice(meta["start"], meta["start"] + meta["length"]),)
         return a[index]
     if op == "clamp":
