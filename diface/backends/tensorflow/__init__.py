@@ -20,7 +20,7 @@ from ..._derive.mode import sweep_mode
 from ..._engines import register_engine
 from ..._errors import ArgumentError
 from ..._kernel import Kernel, Result
-from ..._problem import Problem
+from ..._problem import Problem, size_of
 from . import _ops  # noqa: F401 - registers TensorFlowOps (instantiated only once tensorflow is imported)
 from ._compile import make_kernel
 from ._transforms import bind, pull, push, sweep
@@ -127,8 +127,13 @@ class AutoTensorFlow(Backend):
 
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         # "auto": the mode with fewer products, without tracing and timing both (tracing costs a tenth of a
-        # second per operator, more than the two sweeps differ on the problems where the counts are close)
-        return self._jacobian_kernel(problem, sweep_mode(self, problem))
+        # second per operator, more than the two sweeps differ on the problems where the counts are close);
+        # reverse on a tie: the tape's pfor-vectorized jacobian measured 1.2x faster than a vectorized map
+        # of accumulators (n = m = 100)
+        mode = sweep_mode(self, problem)
+        if self.mode == "auto" and mode == "forward" and size_of(problem.x_shape) == size_of(problem.y_spec[0]):
+            mode = "reverse"
+        return self._jacobian_kernel(problem, mode)
 
     prepare_gradient = prepare_jacobian
     prepare_derivative = prepare_jacobian
