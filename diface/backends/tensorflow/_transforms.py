@@ -65,6 +65,8 @@ def push(fn: Callable, x: Any, tangents: tuple) -> tuple:
         y, t = jvp(fn, x, tangents[0])
         return y, (t,)
     tf_ = tf()
+    if tangents and tf_.executing_eagerly() and _size(x.shape) > 0:
+        return eager_push(fn, x, tangents)  # f runs once, not once more for the products
     y = fn(x)
     if not tangents:
         return y, ()
@@ -137,11 +139,15 @@ def sweep(mode: str, fn: Callable, x: Any) -> tuple:
     if mode == "forward":
         if x_shape == ():
             return jvp(fn, x, tf_.ones((), x.dtype))
-        y = fn(x)
+        n = _size(x_shape)
+        if tf_.executing_eagerly() and n > 0:  # f runs once, not once more for the products
+            y, products = eager_push(fn, x, tuple(tf_.unstack(basis(x_shape, x.dtype), num=n)))
+        else:
+            y, products = fn(x), None
         y_shape = tuple(y.shape)
-        if _size(x_shape) == 0 or _size(y_shape) == 0:
+        if n == 0 or _size(y_shape) == 0:
             return y, tf_.zeros(y_shape + x_shape, _derivative_dtype(x, y))
-        columns = push_batch(fn, x, basis(x_shape, x.dtype))  # (n, *y_shape)
+        columns = tf_.stack(products) if products is not None else push_batch(fn, x, basis(x_shape, x.dtype))
         jac = tf_.transpose(tf_.reshape(columns, (_size(x_shape), -1)))
         return y, tf_.reshape(jac, y_shape + x_shape)
     with tf_.GradientTape(persistent=True) as tape:
