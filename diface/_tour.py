@@ -86,7 +86,10 @@ def tour() -> None:
     print("The tape records f once at preparation and replays the recording on each call.")
     second = SecondOrder(AutoFiniteDiff(), AutoFiniteDiff())
     print(f"\nSecond-order operators run one backend over another: {second.label()}")
-    print("Other engines: di.AutoAutograd(), di.AutoTorch(), di.AutoJAX() (pip install 'diface[all]');")
+    print(
+        "Other engines: di.AutoAutograd(), di.AutoTorch(), di.AutoJAX(), di.AutoTensorFlow(), di.AutoMLX(), "
+        "di.AutoPyTensor() (pip install 'diface[all]');"
+    )
     print("python -m diface info | compare | bench: what is installed, cross-engine checks, speed.")
 
 
