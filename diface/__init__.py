@@ -35,6 +35,7 @@ from ._operators import (
     inverse_pullback,
     inverse_pushforward,
     jacobian,
+    laplacian,
     prepare_derivative,
     prepare_gradient,
     prepare_hessian,
@@ -45,14 +46,18 @@ from ._operators import (
     prepare_inverse_pushforward,
     prepare_inverse_pushforward_same_point,
     prepare_jacobian,
+    prepare_laplacian,
     prepare_pullback,
     prepare_pullback_same_point,
     prepare_pushforward,
     prepare_pushforward_same_point,
     prepare_second_derivative,
+    prepare_taylor,
     pullback,
     pushforward,
     second_derivative,
+    taylor,
+    taylor_coefficients,
     value_and_derivative,
     value_and_gradient,
     value_and_inverse_pullback,
@@ -62,6 +67,7 @@ from ._operators import (
     value_and_pushforward,
     value_derivative_and_second_derivative,
     value_gradient_and_hessian,
+    value_gradient_and_laplacian,
 )
 from ._prep import Prep
 from ._second_order import SecondOrder
@@ -156,6 +162,11 @@ __all__ = [
     "jacobian_operator",
     "value_and_inverse_pullback",
     "value_and_inverse_pushforward",
+    # beyond second order: Taylor coefficients and Laplacians
+    "laplacian",
+    "taylor",
+    "taylor_coefficients",
+    "value_gradient_and_laplacian",
     # preparation
     "Prep",
     "prepare_derivative",
@@ -173,6 +184,8 @@ __all__ = [
     "prepare_pushforward",
     "prepare_pushforward_same_point",
     "prepare_second_derivative",
+    "prepare_laplacian",
+    "prepare_taylor",
     # errors
     "ArgumentError",
     "BackendUnavailableError",

@@ -205,6 +205,21 @@ class Backend(abc.ABC):
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         return _derive.derive_jacobian(self, problem)
 
+    # -- Taylor mode and Laplacians -----------------------------------------------------------------
+    def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
+        """Taylor coefficients along each tangent v: `run(...).result[i]` is the tuple
+        `(d₁, ..., d_order)`, dⱼ = dʲ/dtʲ f(x + t·vᵢ) at t = 0, each shaped like y (derivatives, not
+        divided by j!); the full variant also returns f(x) as `value`. The default nests the engine's own
+        pushforward `order` levels deep (`diface._derive.taylor`); engines with a Taylor mode override it."""
+        return _derive.derive_taylor(self, problem, tangents, order)
+
+    def prepare_laplacian(self, problem: Problem, method: _derive.LaplacianMethod) -> Kernel:
+        """Σᵢ ∂²f/∂xᵢ² (shaped like y) by `method` ("exact" or "hutchinson"); the full variant also
+        returns f(x) and the Jacobian (the gradient for a scalar f) as `lower`. Derived from
+        `prepare_taylor` of order two over the basis of x (`diface._derive.laplacian`); an engine with a
+        collapsed propagation overrides it."""
+        return _derive.derive_laplacian(self, problem, method)
+
     # -- second order: outer over inner (a plain backend acts as SecondOrder(self, self)) --------
     def second_order_backends(self) -> tuple[Backend, Backend]:
         """(outer, inner) for second-order operators: (self, self) unless overridden."""

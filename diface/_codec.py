@@ -357,6 +357,10 @@ class TreeCodec:
         return (self.decode("y", results[0]), *decoded) if op.value_first else decoded
 
     def _decode_level(self, kind: str, d: Any, last: bool) -> Any:
+        if last and self.op.series:  # each tangent's tuple of results
+            items = d if self.batched else (d,)
+            decoded = tuple(tuple(self.decode(kind, c) for c in item) for item in items)
+            return decoded if self.batched else decoded[0]
         if last and self.batched:
             return tuple(self.decode(kind, v) for v in d)
         return self.decode(kind, d)
@@ -424,6 +428,14 @@ class TreeCodec:
         pairs = []
         batched = self.batched and self.op.tangent is not None
         for buf_tree, res in zip(buffers, results):
+            if self.op.series:  # per tangent, a tuple of coefficients: one list of them
+                if batched:
+                    if not (isinstance(buf_tree, tuple) and all(isinstance(b, tuple) for b in buf_tree)):
+                        raise ArgumentError(f"{where}: out= needs a tuple of buffers per tangent")
+                    buf_tree, res = sum(buf_tree, ()), sum(res, ())
+                if not isinstance(buf_tree, tuple) or len(buf_tree) != len(res):
+                    raise ArgumentError(f"{where}: out= needs a tuple of {len(res)} buffers per tangent")
+                batched = True
             res_items = res if isinstance(res, tuple) and batched else None
             for b_tree, r_tree in zip(buf_tree, res_items) if res_items is not None else ((buf_tree, res),):
                 r_leaves, r_spec = flattener_for(r_tree).flatten(r_tree)

@@ -28,6 +28,8 @@ class Delivery:
         self, op: Operator, kernel: Kernel, ops: ArrayOps, to_user: bool, x_shape: tuple, y_shape: tuple, dtype: Any
     ) -> None:
         self.op = op
+        #: results per tangent of a series operator (Taylor coefficients): set by the preparation
+        self.order = 1
         self.ops = ops
         self.to_user = to_user
         #: results are NumPy arrays (NumPy input, or a NumPy engine)
@@ -60,6 +62,13 @@ class Delivery:
             return d[()]
         return d
 
+    def _per_tangent(self, d: Any, buf: Any) -> Any:
+        """One tangent's result: one derivative, or a series operator's tuple of them."""
+        if not self.op.series:
+            return self.result(d, buf)
+        bufs = (None,) * len(d) if buf is None else buf
+        return tuple(self.result(c, b) for c, b in zip(d, bufs))
+
     def value(self, v: Any, y: Any) -> Any:
         """f(x) as the user gets it: the buffer `y` of an in-place f, else the value (NumPy for NumPy input)."""
         if y is not None:
@@ -83,7 +92,7 @@ class Delivery:
         for level, (d, buf) in enumerate(zip(levels, buffers)):
             if level == last and op.tangent is not None:
                 bufs = (None,) * len(d) if buf is None else buf if batched else (buf,)
-                items = tuple(self.result(item, b) for item, b in zip(d, bufs))
+                items = tuple(self._per_tangent(item, b) for item, b in zip(d, bufs))
                 delivered.append(items if batched else items[0])
             else:
                 delivered.append(self.result(d, buf, last=level == last))
@@ -115,9 +124,21 @@ class Delivery:
                         f"got {kind(buf)}"
                     )
                 for b in buf:
-                    self.check_buffer(name, b, shape)
+                    self._check_per_tangent(name, b, shape)
+            elif level == last and self.op.tangent is not None:
+                self._check_per_tangent(name, buf, shape)
             else:
                 self.check_buffer(name, buf, shape)
+
+    def _check_per_tangent(self, name: str, buf: Any, shape: tuple) -> None:
+        """One tangent's buffer, or a series operator's tuple of `order` buffers."""
+        if not self.op.series:
+            self.check_buffer(name, buf, shape)
+            return
+        if not isinstance(buf, tuple) or len(buf) != self.order:
+            raise ArgumentError(f"{name}: out= needs a tuple of {self.order} buffers per tangent, got {kind(buf)}")
+        for b in buf:
+            self.check_buffer(name, b, shape)
 
     def check_buffer(self, name: str, buf: Any, shape: tuple) -> None:
         ops = self.ops

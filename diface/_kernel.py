@@ -73,6 +73,8 @@ class Kernel:
         layout: the result is the nonzeros of a sparse matrix laid out by this (`AutoSparse`).
         evaluations: what one call costs in evaluations of f, where the backend counts them
             (`AutoFiniteDiff`: an `EvaluationCount`).
+        report: what the kernel reports about its calls (a `LaplacianReport`: Hutchinson's standard
+            error), updated by each call; None where it has nothing to say.
         traceable: `run` may be traced into a larger program by the array library's `compile` (JAX: a
             jitted kernel inside `jax.jit`), so that the call path compiles the tree layer, the full
             variant and the auxiliary output into one program with it.
@@ -86,6 +88,7 @@ class Kernel:
     method: str | None = None
     layout: ResultLayout | None = None
     evaluations: Any = None
+    report: Any = None
     traceable: bool = False
 
     def replace(self, **changes: Any) -> Kernel:

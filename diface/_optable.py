@@ -31,6 +31,8 @@ class Operator:
         inplace: `y=` (in-place functions) allowed; `scalar_x` / `scalar_y`: x / f(x) must be scalars;
         square: J must be square (the Jacobian-inverse products); `aux`: `has_aux=True` allowed;
         `matrix`: `output="matrix"` allowed (Jacobians and Hessians of trees).
+        series: each tangent's result is a tuple of `order` results of the kind `result` (Taylor
+            coefficients), not one.
     """
 
     name: str
@@ -45,6 +47,7 @@ class Operator:
     square: bool = False
     aux: bool = False
     matrix: bool = False
+    series: bool = False
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -112,5 +115,9 @@ OPERATORS: dict[str, Operator] = {
             inplace=True,
             square=True,
         ),
+        # the full variant is the one SPEC.md names `taylor`; the value-free one is `taylor_coefficients`
+        Operator(name="taylor", full_name="taylor", tangent="tx", result="y", aux=True, series=True),
+        # `lower` is the Jacobian: the gradient for a scalar f, as `value_gradient_and_laplacian` returns it
+        Operator(name="laplacian", full_name="value_gradient_and_laplacian", result="y", lower="jac"),
     )
 }

@@ -84,6 +84,8 @@ class Prep:
         self.y_shape, self.y_dtype = problem.y_spec
         self.dtype = ops.result_type(self.x_dtype, self.y_dtype)
         self.delivery = Delivery(self.op, kernel, ops, to_user, self.x_shape, self.y_shape, self.dtype)
+        if self.op.series:  # the options of a series operator are its order
+            self.delivery.order = options
         self._options = options
         self._native_type = type(problem.x)
         #: NumPy arguments go to the kernel as they are (it converts them itself)

@@ -18,9 +18,11 @@ __all__ = [
     "InversePullbackPrep",
     "InversePushforwardPrep",
     "JacobianPrep",
+    "LaplacianPrep",
     "PullbackPrep",
     "PushforwardPrep",
     "SecondDerivativePrep",
+    "TaylorPrep",
 ]
 
 
@@ -200,6 +202,52 @@ class InversePullbackPrep(_InversePrep):
     __call__ = inverse_pullback
 
 
+class TaylorPrep(Prep):
+    """Preparation for `taylor` (`(y, (d1, ..., dk))`) and `taylor_coefficients` (`(d1, ..., dk)`), for the
+    order it was prepared for (`prep.order`)."""
+
+    op = OPERATORS["taylor"]
+
+    @property
+    def order(self) -> int:
+        """The highest coefficient computed."""
+        return int(self._options)
+
+    def taylor(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> Any:
+        return self.run(True, x, tx, contexts, out, None)
+
+    def taylor_coefficients(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> Any:
+        if not contexts and out is None:
+            return self._quick[False](x, tx, True)
+        return self.run(False, x, tx, contexts, out, None)
+
+    __call__ = taylor
+
+
+class LaplacianPrep(Prep):
+    """Preparation for `laplacian` and `value_gradient_and_laplacian`; `prep.report` says how it computes
+    (and, for Hutchinson's estimate, the standard error of the last call)."""
+
+    op = OPERATORS["laplacian"]
+
+    @property
+    def report(self) -> Any:
+        """A `LaplacianReport`: the method, and Hutchinson's samples, seed and last standard error."""
+        from ._derive import LaplacianReport
+
+        return self.kernel.report if self.kernel.report is not None else LaplacianReport(self._options.method)
+
+    def laplacian(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        if not contexts and out is None:
+            return self._quick[False](x, None, True)
+        return self.run(False, x, None, contexts, out, None)
+
+    def value_gradient_and_laplacian(self, x: Any, *contexts: Context, out: Any = None) -> Any:
+        return self.run(True, x, None, contexts, out, None)
+
+    __call__ = laplacian
+
+
 PREP_CLASSES: dict[str, type[Prep]] = {
     cls.op.name: cls
     for cls in (
@@ -213,8 +261,11 @@ PREP_CLASSES: dict[str, type[Prep]] = {
         HvpPrep,
         InversePushforwardPrep,
         InversePullbackPrep,
+        TaylorPrep,
+        LaplacianPrep,
     )
 }
+TaylorPrep.taylor_coefficients.__doc__ = "`di.taylor_coefficients` with this preparation (see `taylor`)."
 for _cls in PREP_CLASSES.values():
     for _name in (_cls.op.name, _cls.op.full_name):
         getattr(

@@ -41,7 +41,8 @@ def prepare_kernel(
     """The backend's kernel for operator `op` on `problem` (with native `tangents` for the operators
     that take them, and the operator's `options`, such as an inverse product's solver, where it has any)."""
     if op.tangent is None:
-        return getattr(backend, f"prepare_{op.name}")(problem)
+        prepare_op = getattr(backend, f"prepare_{op.name}")
+        return prepare_op(problem) if options is None else prepare_op(problem, options)
     suffix = "_same_point" if same_point else ""
     prepare_op = getattr(backend, f"prepare_{op.name}{suffix}")
     return prepare_op(problem, tangents) if options is None else prepare_op(problem, tangents, options)

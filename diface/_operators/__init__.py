@@ -57,8 +57,22 @@ from .second_order import (
     value_derivative_and_second_derivative,
     value_gradient_and_hessian,
 )
+from .taylor import (
+    laplacian,
+    prepare_laplacian,
+    prepare_taylor,
+    taylor,
+    taylor_coefficients,
+    value_gradient_and_laplacian,
+)
 
 __all__ = [
+    "value_gradient_and_laplacian",
+    "taylor_coefficients",
+    "taylor",
+    "prepare_taylor",
+    "prepare_laplacian",
+    "laplacian",
     "derivative",
     "gradient",
     "gradient_and_hvp",
