@@ -213,6 +213,12 @@ class TaylorPrep(Prep):
         """The highest coefficient computed."""
         return int(self._options)
 
+    @property
+    def report(self) -> Any:
+        """What the engine reports about its last call, where it has something to say (finite
+        differences: an error estimate of each coefficient); None for exact engines."""
+        return self.kernel.report
+
     def taylor(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> Any:
         return self.run(True, x, tx, contexts, out, None)
 
