@@ -344,7 +344,23 @@ class TreeCodec:
             yi = self.yi
             return (yi.unravel(d) if yi.single else yi.unravel(_flat(d))) if yi is not None else d
         rows, cols = (self.yi, self.xi) if kind == "jac" else (self.xi, self.xi)
+        if kind == "jac" and self.op.name == "laplacian" and cols is not None and any(cols.complex_leaves):
+            return self._blocks(self._gradient_columns(d), rows, cols, self.ny, cols.elem_offsets[-1])
         return self._blocks(d, rows, cols, self.ny if kind == "jac" else self.nx, self.nx)
+
+    def _gradient_columns(self, d: Any) -> Any:
+        """The Jacobian that `value_gradient_and_laplacian` returns for complex x, from its columns of
+        (real, imaginary) pairs: ∂/∂a + i ∂/∂b of each real output, the gradient's convention (2∂̄f).
+        A complex output has no such gradient: refused."""
+        if self.yi is not None and any(self.yi.complex_leaves):
+            raise NotSupportedError(
+                f"{self.op.full_name}: f returns complex values of complex x, which have no gradient; use "
+                "di.laplacian for the Laplacian and di.jacobian or di.pushforward for first derivatives"
+            )
+        ops, xi = self.ops, self.xi
+        assert xi is not None  # complex columns
+        columns = ops.moveaxis(reshaped(d, (self.ny, self.nx)), 0, 1)
+        return ops.moveaxis(complex_rows(columns, xi.complex_leaves, xi.offsets), 0, 1)
 
     def decode_all(self, results: Any, full: bool) -> Any:
         """The flat results of a call (the plain result, or the full variant's tuple) as trees."""

@@ -16,7 +16,7 @@ from ._scenarios import Scenario
 __all__ = ["Failure", "check_operator", "check_refusal", "tolerances"]
 
 #: operators whose results are second derivatives (looser tolerance for finite differences)
-SECOND_ORDER = ("hessian", "hvp", "second_derivative")
+SECOND_ORDER = ("hessian", "hvp", "second_derivative", "taylor", "laplacian")
 
 
 @dataclass

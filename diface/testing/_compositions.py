@@ -18,6 +18,7 @@ defect: "wrong" (a number off the reference) or "crash" (any other exception).
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -186,11 +187,11 @@ def _problem(operator: str, data: str) -> _Problem:
             return _Problem(_curve, np.complex128(0.3 + 0.2j), np.complex128(-0.7 + 0.4j), False)
         z0 = np.array([0.2 + 0.1j, -0.4 + 0.3j, 0.1 - 0.2j, 0.3 + 0.05j])
         z1 = np.array([0.5 - 0.2j, 0.1 + 0.4j, -0.3 - 0.1j, -0.2 + 0.3j])
-        scalar = OPERATORS[operator].scalar_y
+        scalar = _scalar_problem(operator)
         return _Problem(_complex_loss if scalar else _vector, z0, z1, scalar)
     if operator in _SCALAR_X:
         return _Problem(_curve, np.float64(0.3), np.float64(-0.7), False)
-    scalar = OPERATORS[operator].scalar_y
+    scalar = _scalar_problem(operator)
     x0, x1 = np.array([0.2, -0.4, 0.1, 0.3]), np.array([0.5, 0.1, -0.3, -0.2])
     if data == "tree+Constant":
         return _Problem(
@@ -201,6 +202,45 @@ def _problem(operator: str, data: str) -> _Problem:
             tree=True,
         )
     return _Problem(_scalar if scalar else _vector, x0, x1, scalar)
+
+
+def _scalar_problem(operator: str) -> bool:
+    """Whether the cell's f is scalar: operators that need one, and the Laplacian (whose full variant then
+    returns the gradient)."""
+    return OPERATORS[operator].scalar_y or operator == "laplacian"
+
+
+#: the order of the Taylor cells
+TAYLOR_ORDER = 3
+
+
+def _sin_shift(a: np.ndarray, j: int) -> np.ndarray:
+    """The j-th derivative of sin at a."""
+    return np.sin(a + j * np.pi / 2)
+
+
+def _taylor_scalar_terms(a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
+    """dʲ/dtʲ of sin(a + t b)(a + t b)² at t = 0, j = 1..3, elementwise (Leibniz)."""
+    p = [a**2, 2 * a * b, 2 * b**2, 0 * a]
+    return [sum(math.comb(k, j) * _sin_shift(a, j) * b**j * p[k - j] for j in range(k + 1)) for k in (1, 2, 3)]
+
+
+def _taylor_vector_terms(x: np.ndarray, v: np.ndarray) -> list[np.ndarray]:
+    """dʲ/dtʲ of `_vector` at x + t v, j = 1..3 (x³/3 + 2x + 0.1 x S, S = sum(x))."""
+    s, w = np.sum(x), np.sum(v)
+    return [x**2 * v + 2 * v + 0.1 * (v * s + x * w), 2 * x * v**2 + 0.2 * v * w, 2 * v**3]
+
+
+def _taylor_complex_loss(z: np.ndarray, v: np.ndarray) -> list[np.ndarray]:
+    """dʲ/dtʲ of `_complex_loss` at z + t v (t real), j = 1..3: with |z + t v|² = A + B t + C t², the
+    quartic term's coefficients, and the real-part square's."""
+    a, b, c = np.abs(z) ** 2, 2 * np.real(np.conj(z) * v), np.abs(v) ** 2
+    r, w = np.real(np.sum(z)), np.real(np.sum(v))
+    return [
+        np.sum(a * b / 2) + 0.2 * r * w,
+        np.sum((b**2 + 2 * a * c) / 2) + 0.2 * w**2,
+        np.sum(3 * b * c) + 0 * w,
+    ]
 
 
 def _references(problem: _Problem, x: Any, c: np.ndarray | None) -> dict:
@@ -214,7 +254,13 @@ def _references(problem: _Problem, x: Any, c: np.ndarray | None) -> dict:
         z = np.asarray(x)
         grad = np.abs(z) ** 2 * z + 0.2 * np.real(np.sum(z))
         value = _complex_loss(np, z)
-        return {"value": np.asarray(value), "jac": grad[None, :], "hvp": lambda t: _complex_hvp(z, t)}
+        return {
+            "value": np.asarray(value),
+            "jac": grad[None, :],
+            "hvp": lambda t: _complex_hvp(z, t),
+            "taylor": lambda t: np.stack(_taylor_complex_loss(z, t)),
+            "lap": np.sum(4 * np.abs(z) ** 2) + 0.2 * z.size,  # over real and imaginary parts
+        }
     xf = problem.flat(x)
     if problem.tree:
         assert c is not None  # a tree problem has its Constant
@@ -229,9 +275,28 @@ def _references(problem: _Problem, x: Any, c: np.ndarray | None) -> dict:
             hess = np.diag(scales * (-np.sin(xf) * xf**2 + 4 * xf * np.cos(xf) + 2 * np.sin(xf))) + 0.2
         else:
             value, grad, hess = _scalar(np, xf), _scalar_gradient(xf), _scalar_hessian(xf)
-        return {"value": np.asarray(value), "jac": grad[None, :], "hess": hess}
+
+        def taylor_scalar(t: np.ndarray) -> np.ndarray:
+            terms = _taylor_scalar_terms(xf, t)
+            w = np.sum(t)
+            square = [0.2 * s * w, 0.2 * w**2, 0.0]
+            return np.array([np.sum(scales * term) + sq for term, sq in zip(terms, square)])
+
+        return {
+            "value": np.asarray(value),
+            "jac": grad[None, :],
+            "hess": hess,
+            "taylor": taylor_scalar,
+            "lap": np.trace(hess),
+        }
     value = scales * _vector(np, xf)
-    return {"value": value, "jac": scales[:, None] * _vector_jacobian(xf)}
+    jac = scales[:, None] * _vector_jacobian(xf)
+    if np.iscomplexobj(xf):  # a holomorphic f: its Laplacian over real and imaginary parts is 0
+        lap = np.zeros(4, complex)
+    else:
+        lap = scales * (2 * xf + 0.2)
+    taylor = lambda t: np.concatenate([scales * term for term in _taylor_vector_terms(xf, t)])
+    return {"value": value, "jac": jac, "taylor": taylor, "lap": lap}
 
 
 def _complex_hvp(z: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -273,6 +338,8 @@ def _flat_result(r: Any) -> np.ndarray:
         return np.block(rows).reshape(-1)
     if isinstance(r, dict):
         return np.concatenate([_flat_result(r[k]) for k in sorted(r)]) if r else np.zeros(0)
+    if isinstance(r, tuple):  # Taylor coefficients, in order
+        return np.concatenate([_flat_result(v) for v in r])
     r = _dense(r)
     if hasattr(r, "detach"):
         r = r.detach().cpu().resolve_conj()
@@ -299,6 +366,10 @@ def _expected(
         return refs["value"], jac[0], refs["hess"].reshape(-1)
     if operator == "hvp":
         return None, jac[0], refs["hvp"](tangent) if "hvp" in refs else refs["hess"] @ tangent
+    if operator == "taylor":
+        return refs["value"], None, refs["taylor"](tangent)
+    if operator == "laplacian":
+        return refs["value"], jac[0] if problem.scalar_y else jac.reshape(-1), refs["lap"]
     if operator in ("inverse_pushforward", "inverse_pullback"):
         assert tangent is not None  # an operator with a tangent has one (`_tangent`)
         adjoint = np.conj(jac).T
@@ -354,9 +425,14 @@ def check_cell(cell: Cell) -> Outcome:
     t1_flat, t1 = _tangent(operator, problem, 2)
     extra0 = () if t0 is None else (arg(t0),)
     extra1 = () if t1 is None else (arg(t1),)
-    kw = {"has_aux": True} if aux else {}
+    kw: dict = {"has_aux": True} if aux else {}
+    if operator == "taylor":
+        kw["order"] = TAYLOR_ORDER
     refs = _references(problem, problem.x1, C1 if tree else None)
     prepare, plain, full = getattr(ops, f"prepare_{operator}"), getattr(ops, operator), getattr(ops, spec.full_name)
+    method = operator
+    if operator == "taylor":  # `taylor` is the full variant; the plain one has no value
+        plain, method = ops.taylor_coefficients, "taylor_coefficients"
     if cell.data == "complex" and operator == "hessian":  # a real f of complex x has no complex Hessian
         try:
             prepare(f, backend, arg(problem.x0))
@@ -386,7 +462,7 @@ def check_cell(cell: Cell) -> Outcome:
         calls = [
             ("prepared", lambda: plain(f, backend, x1, *extra1, *contexts1, prep=prep, **kw)),
             ("prepared, again", lambda: plain(f, backend, x1, *extra1, *contexts1, prep=prep, **kw)),
-            ("prep method", lambda: getattr(prep, operator)(x1, *extra1, *contexts1)),
+            ("prep method", lambda: getattr(prep, method)(x1, *extra1, *contexts1)),
             ("unprepared", lambda: plain(f, backend, x1, *extra1, *contexts1, **kw)),
         ]
         for what, call in calls:
