@@ -58,7 +58,7 @@ def taylor(
         >>> d3.round(4)                     # 2³ e¹ in the second entry
         array([ 1.    , 21.7463])
     """
-    _check_order(order, "taylor")
+    order = _check_order(order, "taylor")
     _check_prepared_order(prep, order, "taylor")
     return call(_TAYLOR, True, f, backend, x, tx, contexts, prep, out, None, order, has_aux)
 
@@ -81,7 +81,7 @@ def taylor_coefficients(
         >>> [float(d) for d in di.taylor_coefficients(lambda x: x**4, di.AutoTape(), 1.0, 1.0, order=4)]
         [4.0, 12.0, 24.0, 24.0]
     """
-    _check_order(order, "taylor_coefficients")
+    order = _check_order(order, "taylor_coefficients")
     _check_prepared_order(prep, order, "taylor_coefficients")
     return call(_TAYLOR, False, f, backend, x, tx, contexts, prep, out, None, order, has_aux)
 
@@ -106,7 +106,7 @@ def prepare_taylor(
         >>> d3                              # -cos(0) v³
         array([-1., -8.])
     """
-    _check_order(order, "prepare_taylor")
+    order = _check_order(order, "prepare_taylor")
     if isinstance(tx, Context):
         tx, contexts = x, (tx, *contexts)
     return prepare(
@@ -210,16 +210,17 @@ def prepare_laplacian(
 
 
 # -- argument checks -----------------------------------------------------------------------------
-def _check_order(order: Any, where: str) -> None:
-    if isinstance(order, bool) or not isinstance(order, int):
-        try:
-            order = operator.index(order)
-        except TypeError:
-            raise ArgumentError(
-                f"{where}: order= must be a positive int (the highest coefficient), got {order!r}"
-            ) from None
-    if order < 1:
-        raise ArgumentError(f"{where}: order= must be at least 1, got {order}")
+def _check_order(order: Any, where: str) -> int:
+    """`order` as an int, or `ArgumentError` (a bool is not an order)."""
+    try:
+        value = None if isinstance(order, bool) else operator.index(order)
+    except TypeError:
+        value = None
+    if value is None:
+        raise ArgumentError(f"{where}: order= must be a positive int (the highest coefficient), got {order!r}")
+    if value < 1:
+        raise ArgumentError(f"{where}: order= must be at least 1, got {value}")
+    return value
 
 
 def _check_prepared_order(prep: Any, order: int, where: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,8 @@ class Scenario:
     jacobian: Callable[..., np.ndarray]
     hessian: Callable[..., np.ndarray] | None = None
     second_derivative: Callable[..., np.ndarray] | None = None
+    #: `(x, v, *contexts) -> [d1, ..., d_TAYLOR_ORDER]`: the derivatives of f(x + t·v) at t = 0
+    taylor: Callable[..., list] | None = None
     contexts: tuple[Context, ...] = ()
     prep_contexts: tuple[Context, ...] = ()
     inplace: bool = False
@@ -162,6 +165,10 @@ class Scenario:
                 ops += ["hvp", "hessian"]
             if self.scalar_x and self.second_derivative is not None:
                 ops.append("second_derivative")
+            if self.taylor is not None:
+                ops.append("taylor")
+            if self.scalar_y and self.hessian is not None:
+                ops.append("laplacian")
         return ops + [op for op in self.refuses if op not in ops]
 
     def expected(self, op: str, x: Any = None, tangents: tuple = ()) -> tuple:
@@ -185,6 +192,14 @@ class Scenario:
         if op == "second_derivative":
             assert self.second_derivative is not None, "no second-derivative reference"
             return (jac, self.second_derivative(x, *cv))
+        if op == "taylor":
+            taylor = self.taylor
+            assert taylor is not None, "no Taylor reference"
+            return (tuple(tuple(np.asarray(d) for d in taylor(x, t, *cv)) for t in tangents),)
+        if op == "laplacian":
+            assert self.hessian is not None, "no Hessian reference"
+            n = int(np.prod(self.x_shape))
+            return (jac, np.asarray(np.trace(np.reshape(self.hessian(x, *cv), (n, n)))))
         raise KeyError(op)
 
 
@@ -199,6 +214,55 @@ def _const(xp: Any, a: np.ndarray, like: Any) -> Any:
 
 
 _B = np.array([[1.0, -2.0], [0.5, 3.0], [-1.5, 0.25]])  # (3, 2)
+
+#: the order of the kit's Taylor checks
+TAYLOR_ORDER = 3
+
+
+def _sin_k(a: Any, k: int) -> Any:
+    """The k-th derivative of sin at a."""
+    return np.sin(a + k * np.pi / 2)
+
+
+def _tanh_k(a: np.ndarray, k: int) -> np.ndarray:
+    """The k-th derivative of tanh at a (k <= 3)."""
+    t = np.tanh(a)
+    return [t, 1 - t**2, -2 * t * (1 - t**2), -2 * (1 - t**2) * (1 - 3 * t**2)][k]
+
+
+def _orders() -> range:
+    return range(1, TAYLOR_ORDER + 1)
+
+
+def _taylor_scalar_to_scalar(x: Any, v: Any) -> list:
+    return [v**k * 2 ** (k / 2) * np.exp(x) * np.sin(x + k * np.pi / 4) for k in _orders()]
+
+
+def _taylor_scalar_to_vector(x: Any, v: Any) -> list:
+    powers = [3 * x**2, 6 * x, 6.0]
+    return [v**k * np.array([_sin_k(x, k), powers[k - 1], (-1) ** k * np.exp(-x)]) for k in _orders()]
+
+
+def _taylor_vector_to_scalar(x: np.ndarray, v: np.ndarray) -> list:
+    square = [x**2, 2 * x * v, 2 * v**2, 0 * x]  # the derivatives of (x + t v)²
+    product = [v[0] * x[1] + x[0] * v[1], 2 * v[0] * v[1], 0.0]
+    return [
+        np.sum([math.comb(k, j) * _sin_k(x, j) * v**j * square[k - j] for j in range(k + 1)]) + product[k - 1]
+        for k in _orders()
+    ]
+
+
+def _taylor_vector_to_vector(x: np.ndarray, v: np.ndarray) -> list:
+    a, b, c, d = x[:3], v[:3], x[1:], v[1:]
+    return [_sin_k(a, k) * b**k * c + k * _sin_k(a, k - 1) * b ** (k - 1) * d for k in _orders()]
+
+
+def _taylor_matrix_to_matrix(x: np.ndarray, v: np.ndarray) -> list:
+    return [(_tanh_k(x, k) * v**k) @ _B for k in _orders()]
+
+
+def _taylor_with_constants(x: np.ndarray, v: np.ndarray, a: Any, w: Any) -> list:
+    return [np.asarray(a * np.sum(w * _sin_k(x, k) * v**k)) for k in _orders()]
 
 
 def _scalar_to_scalar(xp: Any, x: Any) -> Any:
@@ -317,6 +381,7 @@ def default_scenarios() -> list[Scenario]:
             jacobian=lambda x: np.asarray(np.exp(x) * (np.sin(x) + np.cos(x))),
             second_derivative=lambda x: np.asarray(2 * np.exp(x) * np.cos(x)),
             hessian=lambda x: np.asarray(2 * np.exp(x) * np.cos(x)),
+            taylor=_taylor_scalar_to_scalar,
         ),
         Scenario(
             "scalar to vector",
@@ -325,6 +390,7 @@ def default_scenarios() -> list[Scenario]:
             -0.4,
             jacobian=lambda x: np.array([np.cos(x), 3 * x**2, -np.exp(-x)]),
             second_derivative=lambda x: np.array([-np.sin(x), 6 * x, np.exp(-x)]),
+            taylor=_taylor_scalar_to_vector,
         ),
         Scenario(
             "vector to scalar",
@@ -333,8 +399,16 @@ def default_scenarios() -> list[Scenario]:
             v4b,
             jacobian=lambda x: 2 * x * np.sin(x) + x**2 * np.cos(x) + np.array([x[1], x[0], 0.0, 0.0]),
             hessian=_hess_vector_to_scalar,
+            taylor=_taylor_vector_to_scalar,
         ),
-        Scenario("vector to vector", _vector_to_vector, v4, v4b, jacobian=_jac_vector_to_vector),
+        Scenario(
+            "vector to vector",
+            _vector_to_vector,
+            v4,
+            v4b,
+            jacobian=_jac_vector_to_vector,
+            taylor=_taylor_vector_to_vector,
+        ),
         Scenario("vector to matrix", _vector_to_matrix, v3, v3b, jacobian=_jac_vector_to_matrix),
         Scenario(
             "matrix to scalar",
@@ -344,7 +418,14 @@ def default_scenarios() -> list[Scenario]:
             jacobian=lambda x: x**2 + np.stack([x[1], x[0]]),
             hessian=_hess_matrix_to_scalar,
         ),
-        Scenario("matrix to matrix", _matrix_to_matrix, m23, m23b, jacobian=_jac_matrix_to_matrix),
+        Scenario(
+            "matrix to matrix",
+            _matrix_to_matrix,
+            m23,
+            m23b,
+            jacobian=_jac_matrix_to_matrix,
+            taylor=_taylor_matrix_to_matrix,
+        ),
         Scenario(
             "scalar to vector, in place",
             _scalar_to_vector_inplace,
@@ -379,6 +460,7 @@ def default_scenarios() -> list[Scenario]:
             v4b,
             jacobian=lambda x, a, w: a * w * np.cos(x),
             hessian=lambda x, a, w: np.diag(-a * w * np.sin(x)),
+            taylor=_taylor_with_constants,
             contexts=(Constant(2.5), Constant(w)),
             prep_contexts=(Constant(1.0), Constant(np.ones(4))),
         ),
