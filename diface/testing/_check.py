@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .. import _operators as ops
 from .._contexts import Constant
 from .._engines import namespace_of
 from .._optable import OPERATORS
-from ._scenarios import TAYLOR_ORDER, Scenario
+from ._calls import operator_calls
+from ._scenarios import Scenario
 
 __all__ = ["Failure", "check_operator", "check_refusal", "tolerances"]
 
@@ -140,12 +139,11 @@ def check_refusal(backend: Any, scenario: Scenario, operator: str) -> list[Failu
     f = scenario.bind(namespace_of(backend))
     extra = () if spec.tangent is None else (_tangents(scenario, operator, 1, None),)
     prep_extra = () if spec.tangent is None else (_tangents(scenario, operator, 2, None),)
+    op_calls = operator_calls(operator)
     calls = {
-        operator: lambda: getattr(ops, operator)(f, backend, scenario.fresh_x(), *extra, *scenario.make_contexts()),
-        spec.full_name: lambda: getattr(ops, spec.full_name)(
-            f, backend, scenario.fresh_x(), *extra, *scenario.make_contexts()
-        ),
-        f"prepare_{operator}": lambda: getattr(ops, f"prepare_{operator}")(
+        operator: lambda: op_calls.plain(f, backend, scenario.fresh_x(), *extra, *scenario.make_contexts()),
+        spec.full_name: lambda: op_calls.full(f, backend, scenario.fresh_x(), *extra, *scenario.make_contexts()),
+        f"prepare_{operator}": lambda: op_calls.prepare(
             f, backend, scenario.prep_x, *prep_extra, *scenario.make_contexts(prep=True)
         ),
     }
@@ -182,15 +180,8 @@ def check_operator(
     atol = default_atol if atol is None else atol
     spec = OPERATORS[operator]
     f = scenario.bind(namespace_of(backend))
-    plain = getattr(ops, operator)
-    full = getattr(ops, spec.full_name)
-    prepare = getattr(ops, f"prepare_{operator}")
-    plain_method = operator
-    if operator == "taylor":  # `taylor` is the full variant; `taylor_coefficients` the plain one
-        plain = functools.partial(ops.taylor_coefficients, order=TAYLOR_ORDER)
-        full = functools.partial(ops.taylor, order=TAYLOR_ORDER)
-        prepare = functools.partial(ops.prepare_taylor, order=TAYLOR_ORDER)
-        plain_method = "taylor_coefficients"
+    calls = operator_calls(operator)
+    plain, full, prepare = calls.plain, calls.full, calls.prepare
     failures: list[Failure] = []
     value = scenario.value()
     y_dtype, result_dtype = _y_dtype(scenario), _result_dtype(scenario)
@@ -256,7 +247,7 @@ def check_operator(
                             kwargs["y"] = y
                         try:
                             if prepared and repeat == 2:
-                                method = getattr(prep, spec.full_name if is_full else plain_method)
+                                method = getattr(prep, calls.full_method if is_full else calls.plain_method)
                                 result = method(x, *extra, *contexts, **kwargs)
                             else:
                                 result = (full if is_full else plain)(

@@ -14,6 +14,7 @@ from .._engines import namespace_of
 from .._errors import NotSupportedError
 from .._optable import OPERATORS
 from .._table import format_table
+from ._calls import operator_calls
 from ._check import Failure, _tangents, _y_dtype, check_operator, tolerances
 from ._deviations import known_deviation, known_unsupported
 from ._layouts import edge_scenarios, layout_scenarios
@@ -335,8 +336,9 @@ def _time_operator(backend: Any, scenario: Scenario, op: str, repeat: int) -> li
     extra = () if OPERATORS[op].tangent is None else (_tangents(scenario, op, 5, None),)
     kwargs = {"y": np.zeros(scenario.y_shape, _y_dtype(scenario))} if scenario.inplace else {}
     args = (counted, backend, scenario.x, *extra)
-    prep = getattr(ops, f"prepare_{op}")(*args, *scenario.make_contexts(), **kwargs)
-    operator = getattr(ops, op)
+    op_calls = operator_calls(op)
+    prep = op_calls.prepare(*args, *scenario.make_contexts(), **kwargs)
+    operator = op_calls.plain
     rows = []
     for prepared in (False, True):
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import _operators as ops
 from .._engines import namespace_of
 from .._optable import OPERATORS
+from ._calls import buffers_like, operator_calls
 from ._check import Failure, _tangents, _y_dtype
 from ._scenarios import Scenario
 
@@ -47,7 +47,8 @@ def check_threads(
     spec = OPERATORS[operator]
     f = scenario.bind(namespace_of(backend))
     y_dtype = _y_dtype(scenario)
-    plain = getattr(ops, operator)
+    calls_of = operator_calls(operator)
+    plain = calls_of.plain
     kwargs: dict[str, Any] = {"y": np.zeros(scenario.y_shape, y_dtype)} if scenario.inplace else {}
     prep_extra = () if spec.tangent is None else (_tangents(scenario, operator, 2, None),)
     failures: list[Failure] = []
@@ -56,9 +57,7 @@ def check_threads(
         failures.append(Failure(backend.label(), scenario.name, operator, variant, message, error))
 
     try:
-        prep = getattr(ops, f"prepare_{operator}")(
-            f, backend, scenario.prep_x, *prep_extra, *scenario.make_contexts(prep=True), **kwargs
-        )
+        prep = calls_of.prepare(f, backend, scenario.prep_x, *prep_extra, *scenario.make_contexts(prep=True), **kwargs)
     except Exception as e:
         fail("threads: prepare", f"raised {type(e).__name__}: {e}", e)
         return failures
@@ -81,7 +80,7 @@ def check_threads(
             contexts = scenario.make_contexts()
             y = {"y": np.zeros(scenario.y_shape, y_dtype)} if scenario.inplace else {}
             if i % 3 == 1:
-                method = getattr(prep, spec.full_name)
+                method = getattr(prep, calls_of.full_method)
                 return method(self.x, *self.extra, *contexts, **y)
             return plain(f, backend, self.x, *self.extra, *contexts, prep=prep, out=out, **y)
 
@@ -91,7 +90,7 @@ def check_threads(
                 try:
                     out = None
                     if i % 3 == 2:
-                        out = np.full(np.shape(self.plain), np.nan, np.result_type(self.plain))
+                        out = buffers_like(self.plain)
                     got = self.call(i, out)
                 except Exception as e:
                     problems.append(f"call {i} raised {type(e).__name__}: {e}")
