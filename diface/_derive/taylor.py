@@ -13,14 +13,33 @@ from __future__ import annotations
 from typing import Any
 
 from .._contexts import Constant
+from .._errors import NotSupportedError
 from .._kernel import Kernel, Result
 from .._problem import Problem
 
-__all__ = ["derive_taylor"]
+__all__ = ["derive_taylor", "inexact_nesting"]
+
+#: the highest order nested inexact derivatives (finite differences) keep any accuracy at
+INEXACT_MAX_ORDER = 2
+
+
+def inexact_nesting(backend: Any, order: int) -> bool:
+    """Whether `derive_taylor` refuses `order` on `backend`: an inexact engine's pushforward nested more
+    than `INEXACT_MAX_ORDER` levels deep (finite differences of finite differences of ...) has lost every
+    digit at the default steps."""
+    return backend.accuracy_exponent < 1 and order > INEXACT_MAX_ORDER
 
 
 def derive_taylor(backend: Any, problem: Problem, tangents: tuple, order: int) -> Kernel:
-    """`(d₁, ..., d_order)` along each tangent (see the module docstring), one tangent at a time."""
+    """`(d₁, ..., d_order)` along each tangent (see the module docstring), one tangent at a time. Levels
+    past the first differentiate a derivative: the engine as configured to differentiate itself
+    (`Backend.as_outer_of`: wider finite-difference steps)."""
+    if inexact_nesting(backend, order):
+        raise NotSupportedError(
+            f"{backend!r} has no Taylor mode of its own, and its derivatives are inexact: nesting them {order} "
+            f"levels deep loses every digit. Use an exact engine (di.AutoTape(), di.AutoJAX(), ...) or "
+            f"di.AutoFiniteDiff() (Richardson extrapolation), or order <= {INEXACT_MAX_ORDER}"
+        )
     ops = problem.ops
     y_shape, y_dtype = problem.y_spec
     d_spec = (y_shape, ops.result_type(problem.x_dtype, y_dtype))
@@ -33,8 +52,9 @@ def derive_taylor(backend: Any, problem: Problem, tangents: tuple, order: int) -
 
     levels: list[Kernel] = []
     g, spec = g0, problem.y_spec
-    for _ in range(order):
-        kernel = backend.prepare_pushforward(problem.derived(g, spec, contexts), (v0,))
+    for level in range(order):
+        engine = backend if level == 0 else backend.as_outer_of(backend)
+        kernel = engine.prepare_pushforward(problem.derived(g, spec, contexts), (v0,))
         levels.append(kernel)
         g, spec = _next_level(kernel), d_spec
 

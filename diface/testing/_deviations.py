@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._scenarios import Scenario
+from .._backend import Backend
+from .._derive.taylor import inexact_nesting
+from ._scenarios import TAYLOR_ORDER, Scenario
 
 __all__ = ["known_deviation", "known_unsupported", "register_deviation", "register_unsupported"]
 
@@ -81,6 +83,9 @@ def known_unsupported(backend: Any, scenario: Scenario, operator: str) -> str | 
         return known_unsupported(backend, scenario, "pushforward") or known_unsupported(backend, scenario, "pullback")
     if operator == "threads":
         return next(filter(None, (known_unsupported(backend, scenario, op) for op in scenario.operators())), None)
+    if operator == "taylor" and type(backend).prepare_taylor is Backend.prepare_taylor:
+        if inexact_nesting(backend, TAYLOR_ORDER):
+            return f"no Taylor mode of its own, and inexact derivatives nested {TAYLOR_ORDER} levels deep"
     if type(backend).__name__ == "SecondOrder":
         if operator not in SECOND_ORDER:
             return known_unsupported(backend.inner, scenario, operator)
