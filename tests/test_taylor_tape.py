@@ -145,6 +145,24 @@ def _core_taylor(f, x, v, order, *contexts):
     return di.taylor_coefficients(f, Derived(), x, v, *contexts, order=order)
 
 
+def test_inverse_and_solve(monkeypatch):
+    plans = _plans(monkeypatch)
+    m = np.array([[2.0, 0.3, 0.1], [0.2, 1.5, -0.4], [0.1, 0.2, 3.0]])
+
+    def f(x):
+        a = m + np.diag(np.sin(x))
+        return np.linalg.solve(a, np.exp(x)) + np.linalg.inv(a + np.outer(x, x)) @ x**2
+
+    d = di.taylor_coefficients(f, TAPE, X1, V, order=4)
+    for a, b in zip(d, _core_taylor(f, X1, V, 4)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    _, jac, lap = di.value_gradient_and_laplacian(f, TAPE, X1)
+    hess = [np.trace(di.hessian(lambda x, i=i: f(x)[i], TAPE, X1)) for i in range(3)]
+    np.testing.assert_allclose(lap, hess, rtol=1e-10)
+    np.testing.assert_allclose(jac, di.jacobian(f, TAPE, X1), rtol=1e-12)
+    assert plans and all(p.ok for p in plans)
+
+
 def test_laplacian_is_the_trace_of_the_hessian():
     rng = np.random.default_rng(1)
     w = [(rng.normal(size=(5, 8)), rng.normal(size=8)), (rng.normal(size=(8, 8)), rng.normal(size=8))]
@@ -184,7 +202,7 @@ def test_operations_without_a_rule_fall_back_to_the_core(monkeypatch):
     plans = _plans(monkeypatch)
 
     def f(x):
-        return np.sum(np.linalg.inv(np.outer(x, x) + np.eye(3)) @ x)
+        return np.linalg.det(np.outer(x, x) + np.diag(x)) + np.prod(x)
 
     prep = di.prepare_taylor(f, TAPE, X0, V, order=3)
     d = prep.taylor_coefficients(X1, V)

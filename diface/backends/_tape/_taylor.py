@@ -14,13 +14,14 @@ value (order 0) is the replay's, without a batch axis.
   at the replayed values, to all rows at once;
 - bilinear ones (multiply, matmul, einsum, convolve of two traced operands) add the Cauchy cross terms
   Σᵢ P(aᵢ, bₖ₋ᵢ) (0 < i < k) to that;
+- `inv` and `solve` of one square matrix: A(t) X(t) = C(t) gives Xₖ = A₀⁻¹ (Cₖ - Σⱼ Aⱼ Xₖ₋ⱼ);
 - elementwise functions (exp, log, sin, tanh, sqrt, power, divide, ...) follow the standard
   recurrences of Taylor arithmetic, written with one product `Algebra.mul`: in collapsed mode the
   product of two first coefficients is summed over the directions, so that the same recurrences give
   s₂ = f'(u) s₂(u) + f''(u)/2 Σᵢ (u₁ᵢ)² (normalized).
 
-A recording holding an operation without a rule here (linear algebra, special functions, complex
-values, `prod`, ...) has no plan (`Plan.ok` False): `AutoTape` then uses the core's derivation for
+A recording holding an operation without a rule here (`prod`, `det`, decompositions, special
+functions, complex values, ...) has no plan (`Plan.ok` False): `AutoTape` then uses the core's derivation for
 the problem (nested pushforwards). Calls with traced arrays (AutoTape differentiating what AutoTape
 computes) go to that derivation too.
 """
@@ -42,6 +43,7 @@ from ._contract import EINSUM, MATMUL
 from ._convolve import CONVOLVE, convolve_full
 from ._elementwise import CLIP, UFUNC_PRIMS, WHERE
 from ._graph import Tape
+from ._linalg import INV, SOLVE
 from ._np_reductions import STD_ROOT
 from ._prim import SUM_TO, expand_to, shape_of
 from ._record import Recording, record, recording_for, take_recording
@@ -449,7 +451,7 @@ def _batched_matmul(a: Any, b: Any, na: int, nb: int) -> Any:
 @dataclass(frozen=True)
 class _Step:
     node: Any
-    kind: str  # "linear", "bilinear", "series"
+    kind: str  # "linear", "bilinear", "series", "linalg"
     rule: Any
     #: slots whose coefficients die at this step
     dead: tuple
@@ -473,7 +475,7 @@ class Plan:
             prim = node.prim
             traced = [i for i, s in enumerate(node.inputs) if i not in prim.nondiff and s in active]
             active.add(node.output)
-            kind = _kind(prim, traced, node)
+            kind = _kind(prim, traced, node, slots)
             if any(slots[s].dtype.kind == "c" for s in (node.output, *node.inputs) if s in active):
                 kind = None
             if kind is None:
@@ -506,8 +508,12 @@ class Plan:
         return env.get(tape.output)
 
 
-def _kind(prim: Any, traced: list, node: Any) -> tuple[str, Any] | None:
+def _kind(prim: Any, traced: list, node: Any, slots: list) -> tuple[str, Any] | None:
     key = id(prim)
+    if prim is INV or prim is SOLVE:  # one square matrix (and a vector or matrix right-hand side)
+        shapes = [slots[s].shape for s in node.inputs]
+        square = len(shapes[0]) == 2 and shapes[0][0] == shapes[0][1]
+        return ("linalg", None) if square and (prim is INV or len(shapes[1]) in (1, 2)) else None
     if key in _LINEAR_PRIMS:
         return "linear", None
     if key == _DIVIDE and traced == [0]:
@@ -558,6 +564,8 @@ def _apply(step: _Step, vals: list, env: dict, layout: Layout, alg: Algebra, slo
         ts = tuple(None if t is None else _aligned(t, nd) for t in ts)
     if step.kind == "series":
         return _series(step.rule, ins, y, ts, layout, alg, full, out_slot.dtype, nd)
+    if step.kind == "linalg":
+        return _linalg(prim, ins, y, ts, layout, alg, full, out_slot.dtype)
     r = _matmul_linear(ins, ts) if prim is MATMUL and step.kind == "linear" else None
     if r is None:
         r = prim.jvp(ins, y, ts, 1, None, **node.params)
@@ -597,6 +605,45 @@ def _series(
             out[rows[k]] = 0
         else:
             out[rows[k]] = c
+    return out
+
+
+def _matrix_product(alg: Algebra, i: int, a: Any, j: int, b: Any) -> Any:
+    """a @ b for coefficients of orders i and j (order 0: no batch axis; two batched ones row by row,
+    summed over the rows in collapsed mode)."""
+    if a is None or b is None:
+        return None
+    r = np.matmul(a, b)
+    return np.sum(r, axis=0, keepdims=True) if alg.collapsed and i and j else r
+
+
+def _linalg(prim: Any, ins: tuple, y: Any, ts: tuple, layout: Layout, alg: Algebra, full: tuple, dtype: Any) -> Any:
+    """inv(A) and solve(A, C) for one square A: with A(t) X(t) = C(t) (C = I for inv),
+    Xₖ = A₀⁻¹ (Cₖ - Σ_{j=1..k} Aⱼ Xₖ₋ⱼ)."""
+    order, rows = layout.order, layout.rows
+    a0 = ins[0]
+    vector = prim is SOLVE and len(shape_of(ins[1])) == 1
+    ta = ts[0]
+    tc = ts[1] if prim is SOLVE else None
+    x0 = y[:, None] if vector else y
+    xs: list = [x0]
+    out = np.empty(full, dtype)
+    for k in range(1, order + 1):
+        rhs = None if tc is None else (tc[rows[k]][..., None] if vector else tc[rows[k]])
+        if ta is not None:
+            s = _add(_matrix_product(alg, j, ta[rows[j]], k - j, xs[k - j]) for j in range(1, k + 1))
+            rhs = -s if rhs is None else rhs - s
+        if rhs is None:
+            xk = None
+        elif prim is INV:
+            xk = np.matmul(y, rhs)
+        else:
+            xk = np.linalg.solve(a0, rhs)
+        xs.append(xk)
+        if xk is None:
+            out[rows[k]] = 0
+        else:
+            out[rows[k]] = xk[..., 0] if vector else xk
     return out
 
 
