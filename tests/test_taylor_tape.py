@@ -134,6 +134,22 @@ def test_linear_and_piecewise_operations(monkeypatch):
     assert plans and all(p.ok for p in plans)
 
 
+def test_functions_of_two_traced_inputs(monkeypatch):
+    plans = _plans(monkeypatch)
+
+    def f(x):
+        r = x[::-1]
+        return (
+            np.hypot(x, r) + np.hypot(x, 2.0) + np.arctan2(x, r) + np.arctan2(1.5, x) + np.logaddexp(x, 3 * r)
+            + np.logaddexp2(x, 0.5) + x**r + x / r + np.sin(x) * np.exp(r) + np.maximum(x, r)
+        )  # fmt: skip
+
+    d = di.taylor_coefficients(f, TAPE, X1, V, order=4)
+    for a, b in zip(d, _core_taylor(f, X1, V, 4)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    assert plans and all(p.ok for p in plans)
+
+
 def _core_taylor(f, x, v, order, *contexts):
     """The core's nested pushforwards on the tape."""
     from diface import _derive
@@ -230,3 +246,19 @@ def test_float32_and_static_contexts():
     for k in (3, 5):
         (_, _, d3) = prep.taylor_coefficients(X1, V, di.Constant(k))
         np.testing.assert_allclose(d3, np.sum(_falling(k, 3) * X1 ** (k - 3) * V**3), rtol=1e-12)
+
+
+def test_threads_share_one_preparation():
+    from concurrent.futures import ThreadPoolExecutor
+
+    w = np.array([[0.5, -0.3, 0.8], [0.2, 0.9, -0.4]])
+
+    def f(x):
+        return np.sum(np.tanh(w @ x) ** 2) + np.sum(np.sin(x @ w.T))
+
+    prep = di.prepare_laplacian(f, TAPE, X0)
+    points = [X0 + 0.1 * k for k in range(8)]
+    expected = [np.trace(di.hessian(f, TAPE, p)) for p in points]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(prep.laplacian, points * 3))
+    np.testing.assert_allclose(got, expected * 3, rtol=1e-10)

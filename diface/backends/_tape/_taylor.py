@@ -324,6 +324,44 @@ def _r_std_root(alg: Algebra, us: list, y0: Any, order: int) -> list:
     return [y0, *(None if t is None else np.where(positive, t, 0.0) for t in y[1:])]
 
 
+def _r_hypot(alg: Algebra, us: list, y0: Any, order: int) -> list:
+    a, c = us
+    q = _product(alg, a, a, order)
+    q = [p_ if r_ is None else r_ if p_ is None else p_ + r_ for p_, r_ in zip(q, _product(alg, c, c, order))]
+    return _sqrt(alg, q, y0, order)
+
+
+def _r_arctan2(alg: Algebra, us: list, y0: Any, order: int) -> list:
+    """arctan2(a, c): y' = (c a' - a c') / (a² + c²), the two factors' series from the inputs'."""
+    a, c = us
+    m = order - 1
+    q = [
+        p_ if r_ is None else r_ if p_ is None else p_ + r_
+        for p_, r_ in zip(_product(alg, a, a, m), _product(alg, c, c, m))
+    ]
+    ga = _quotient(alg, c[: m + 1], q, c[0] / q[0], m)
+    gc = _negated(_quotient(alg, a[: m + 1], q, a[0] / q[0], m))
+    ya = _integral(alg, a, ga, y0, order)
+    yc = _integral(alg, c, gc, y0, order)
+    return [y0, *(_add((p_, r_)) for p_, r_ in zip(ya[1:], yc[1:]))]
+
+
+def _logaddexp(scale: float) -> Callable:
+    """logaddexp (scale 1) and logaddexp2 (scale ln 2): m + log(exp(a - m) + exp(b - m)) with m the
+    larger value (a constant, so each exp is at most 1)."""
+
+    def rule(alg: Algebra, us: list, y0: Any, order: int) -> list:
+        a, b = ([u[0] * scale, *(_times(scale, t) for t in u[1:])] for u in us)
+        m = np.maximum(a[0], b[0])
+        ea = _exp(alg, [a[0] - m, *a[1:]], np.exp(a[0] - m), order)
+        eb = _exp(alg, [b[0] - m, *b[1:]], np.exp(b[0] - m), order)
+        total = [ea[0] + eb[0], *(_add((p_, r_)) for p_, r_ in zip(ea[1:], eb[1:]))]
+        y = _log(alg, total, None, order)
+        return [y0, *(_times(1.0 / scale, t) for t in y[1:])]
+
+    return rule
+
+
 def _r_power(alg: Algebra, us: list, y0: Any, order: int) -> list:
     a, p = us
     if all(t is None for t in p[1:]):  # a constant exponent
@@ -361,6 +399,10 @@ SERIES: dict[np.ufunc, Callable] = {
     np.arccos: _unary(_inverse_trig("arccos")),
     np.arcsinh: _unary(_inverse_trig("arcsinh")),
     np.arccosh: _unary(_inverse_trig("arccosh")),
+    np.hypot: _r_hypot,
+    np.arctan2: _r_arctan2,
+    np.logaddexp: _logaddexp(1.0),
+    np.logaddexp2: _logaddexp(math.log(2.0)),
 }
 
 #: ufuncs whose JVP rule, taken at the values, gives every coefficient: linear, or linear on each piece
@@ -537,16 +579,19 @@ def _aligned(t: Any, ndim: int) -> Any:
 
 
 def _on_basis(step: _Step, vals: list, tape: Tape, layout: Layout, basis: tuple) -> Any:
-    """x @ c for x a vector whose coefficients are basis vectors then zeros: c's rows, then zeros."""
+    """x @ c or c @ x for x a vector whose coefficients are basis vectors then zeros: c's rows (or
+    columns), then zeros."""
     node = step.node
-    if node.prim is not MATMUL or node.inputs[0] != tape.x or node.inputs[1] == tape.x:
+    if node.prim is not MATMUL or (tape.x == node.inputs[0]) == (tape.x == node.inputs[1]):
         return None
+    first = node.inputs[0] == tape.x
     a, c = vals[node.inputs[0]], vals[node.inputs[1]]
-    if a.ndim != 1 or np.ndim(c) != 2:
+    x, m = (a, c) if first else (c, a)
+    if x.ndim != 1 or np.ndim(m) != 2:
         return None
     lo, hi = basis
-    out = np.zeros((layout.total, c.shape[1]), np.result_type(a, c))
-    out[: hi - lo] = c[lo:hi]
+    out = np.zeros((layout.total, m.shape[1] if first else m.shape[0]), np.result_type(a, c))
+    out[: hi - lo] = m[lo:hi] if first else m[:, lo:hi].T
     return out
 
 
