@@ -262,3 +262,7 @@ def test_threads_share_one_preparation():
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(prep.laplacian, points * 3))
     np.testing.assert_allclose(got, expected * 3, rtol=1e-10)
+    twin = prep.copy()  # the same recording, buffers of its own
+    assert twin is not prep and twin.laplacian(points[3]) == pytest.approx(expected[3], rel=1e-10)
+    taylor = di.prepare_taylor(f, TAPE, X0, V, order=3).copy()
+    np.testing.assert_allclose(taylor.taylor_coefficients(X1, V), _core_taylor(f, X1, V, 3), rtol=1e-10)

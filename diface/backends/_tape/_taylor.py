@@ -28,6 +28,7 @@ computes) go to that derivation too.
 
 from __future__ import annotations
 
+import copy
 import math
 import string
 import threading
@@ -744,6 +745,21 @@ class _TaylorKernel:
     def _prime(self, replay: Replay) -> Any:
         return None
 
+    def copy(self) -> Any:
+        """An independent kernel: the same recording and plan, buffers of its own."""
+        twin = copy.copy(self)
+        twin._lock = threading.Lock()
+        twin._fallback = None
+        twin.replays = self.replays.copy(self.compiled, twin._record, twin._prime)
+        return twin
+
+    def kernel(self) -> Kernel:
+        """This kernel as the core takes it (copied with `copy`)."""
+        return Kernel(self.run, copy=lambda: self.copy().kernel())
+
+    def run(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
+        raise NotImplementedError
+
     def fallback(self) -> Kernel:
         with self._lock:
             if self._fallback is None:
@@ -784,9 +800,6 @@ class TapeTaylor(_TaylorKernel):
         self.dtype = np.result_type(problem.x_dtype, y_dtype)
         super().__init__(problem, fallback)
 
-    def kernel(self) -> Kernel:
-        return Kernel(self.run)
-
     def run(self, x: Any, tangents: Any, cv: tuple, y: Any, full: bool) -> Result:
         if holds(x) or holds(tangents) or holds(cv):
             return self.fallback().run(x, tangents, cv, y, full)
@@ -824,9 +837,6 @@ class TapeLaplacian(_TaylorKernel):
         self.x_shape = problem.x_shape
         self.dtype = np.result_type(problem.x_dtype, y_dtype)
         super().__init__(problem, fallback)
-
-    def kernel(self) -> Kernel:
-        return Kernel(self.run)
 
     def run(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         if holds(x) or holds(cv):
