@@ -21,9 +21,9 @@ value (order 0) is the replay's, without a batch axis.
   s₂ = f'(u) s₂(u) + f''(u)/2 Σᵢ (u₁ᵢ)² (normalized).
 
 A recording holding an operation without a rule here (`prod`, `det`, decompositions, special
-functions, complex values, ...) has no plan (`Plan.ok` False): `AutoTape` then uses the core's derivation for
-the problem (nested pushforwards). Calls with traced arrays (AutoTape differentiating what AutoTape
-computes) go to that derivation too.
+functions, complex values, ...) has no plan (`Plan.ok` False): `AutoTape` then uses the core's
+derivation for the problem (nested pushforwards). Calls with traced arrays (AutoTape differentiating
+what AutoTape computes) go to that derivation too.
 """
 
 from __future__ import annotations
@@ -715,14 +715,21 @@ class TaylorRecording(Recording):
     plan: Any = None
 
 
-def _with_plan(rec: Recording) -> TaylorRecording:
-    plan = Plan(rec.tape)
+def _with_plan(rec: Recording, plan: Plan | None = None) -> TaylorRecording:
+    if plan is None or plan.tape is not rec.tape:
+        plan = Plan(rec.tape)
     return TaylorRecording(rec.tape, rec.statics, plan.keep if plan.ok else rec.keep, plan)
 
 
 def plan_for(problem: Problem) -> Plan:
-    """The plan of the problem's recording (made once, and kept for the kernel prepared next)."""
-    return Plan(recording_for(problem).tape)
+    """The plan of the problem's recording (made once, and kept with it for the kernel prepared next)."""
+    plan = problem.memo.get(_MEMO)
+    if plan is None:
+        plan = problem.memo[_MEMO] = Plan(recording_for(problem).tape)
+    return plan
+
+
+_MEMO = "AutoTape Taylor plan"
 
 
 class _TaylorKernel:
@@ -736,7 +743,7 @@ class _TaylorKernel:
         self._fallback: Kernel | None = None
         self._lock = threading.Lock()
         self.compiled = not problem.single_use
-        rec = _with_plan(take_recording(problem))
+        rec = _with_plan(take_recording(problem), problem.memo.pop(_MEMO, None))
         self.replays = Replays(rec, self._record, self._prime, self.compiled, problem.context_values)
 
     def _record(self, x: Any, cv: tuple, y: Any) -> Recording:
