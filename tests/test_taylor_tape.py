@@ -150,6 +150,23 @@ def test_functions_of_two_traced_inputs(monkeypatch):
     assert plans and all(p.ok for p in plans)
 
 
+def test_powers_at_a_zero_base():
+    x = np.array([0.0, 0.5, 2.0])
+
+    def f(x):
+        return x**2.5 + x ** np.array([2.0, 3.0, 0.5]) + np.power(x, 4.5) + x**3
+
+    d = di.taylor_coefficients(f, TAPE, x, V, order=2)  # finite: the series by binomials where x is 0
+    for a, b in zip(d, _core_taylor(f, x, V, 2)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    g = lambda x: np.sum(x ** (x + 1.0))  # a traced exponent at a zero base: the core's derivation
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = di.taylor_coefficients(g, TAPE, x, V, order=2)
+        for a, b in zip(d, _core_taylor(g, x, V, 2)):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+        np.testing.assert_allclose(di.laplacian(g, TAPE, x), np.trace(di.hessian(g, TAPE, x)), rtol=1e-12)
+
+
 def _core_taylor(f, x, v, order, *contexts):
     """The core's nested pushforwards on the tape."""
     from diface import _derive

@@ -52,10 +52,14 @@ from ._reduce import AMAX, AMIN, CUMSUM, SUM
 from ._replay import Replay, Replays, at_recorded_point, fresh, holds
 from ._structure import ASTYPE, BROADCAST_TO, CONCATENATE, GETITEM, INDEX_ADD, RESHAPE, SETITEM, TRANSPOSE
 
-__all__ = ["Algebra", "Layout", "Plan", "TapeLaplacian", "TapeTaylor"]
+__all__ = ["Algebra", "Layout", "NoSeries", "Plan", "TapeLaplacian", "TapeTaylor"]
 
 #: coefficient rows times the largest slot a collapsed pass holds at once (the basis is chunked beyond)
 CHUNK_BUDGET = 2**22
+
+
+class NoSeries(Exception):
+    """A rule has no series at these values: the call takes the core's derivation instead."""
 
 
 # -- coefficient layout and products -------------------------------------------------------------------------
@@ -189,10 +193,31 @@ def _power(alg: Algebra, u: list, p: Any, y0: Any, order: int) -> list:
             result = _quotient(alg, [1.0] + [None] * order, result, y0, order)
         result[0] = y0
         return result
+    if np.any(np.equal(u[0], 0)):
+        return _binomial_power(alg, u, p, y0, order)
     y = [y0]
     for k in range(1, order + 1):
         terms = (_times(p * j - (k - j), alg.mul(j, u[j], k - j, y[k - j])) for j in range(1, k + 1))
         y.append(_over(_add(terms), k * u[0]))
+    return y
+
+
+def _binomial_power(alg: Algebra, u: list, p: Any, y0: Any, order: int) -> list:
+    """u ** p where some u₀ is 0 (the recurrence divides by u₀): Σₘ C(p, m) u₀^(p-m) δᵐ with δ = u - u₀,
+    a term whose binomial coefficient is 0 (a whole p < m) left out, so that 0^2.5 has derivatives 0, 0,
+    then inf, as the power rule's."""
+    delta = [0.0, *u[1:]]
+    power = delta
+    y: list = [y0] + [None] * order
+    binomial: Any = 1.0
+    for m in range(1, order + 1):
+        binomial = binomial * (p - (m - 1)) / m
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = np.where(np.equal(binomial, 0), 0.0, binomial * np.power(u[0], np.subtract(p, m)))
+        for k in range(m, order + 1):
+            y[k] = _add((y[k], _times(factor, power[k])))
+        if m < order:
+            power = _product(alg, power, delta, order)
     return y
 
 
@@ -367,6 +392,8 @@ def _r_power(alg: Algebra, us: list, y0: Any, order: int) -> list:
     a, p = us
     if all(t is None for t in p[1:]):  # a constant exponent
         return _power(alg, a, p[0], y0, order)
+    if np.any(np.equal(a[0], 0)):  # exp(p log a) has no series there (the power rule takes log 0 as 0)
+        raise NoSeries("a power with a traced exponent at a zero base")
     log_a = _log(alg, a, np.log(a[0]), order)  # a^p = exp(p log a)
     return _exp(alg, _product(alg, p, log_a, order), y0, order)
 
@@ -820,7 +847,10 @@ class TapeTaylor(_TaylorKernel):
         seed = np.zeros((layout.total, *x_slot.shape), x_slot.dtype)
         for i, t in enumerate(tangents):
             seed[i] = t
-        out = plan.run(vals, seed, layout, Algebra(False))
+        try:
+            out = plan.run(vals, seed, layout, Algebra(False))
+        except NoSeries:
+            return self.fallback().run(x, tangents, cv, y, full)
         series = []
         for i in range(b):
             coefficients = []
@@ -865,7 +895,10 @@ class TapeLaplacian(_TaylorKernel):
             layout = Layout((c, 1))
             seed = np.zeros((c + 1, n), x_dtype)
             seed[np.arange(c), np.arange(lo, hi)] = 1
-            out = plan.run(vals, seed.reshape((c + 1, *x_shape)), layout, alg, (lo, hi))
+            try:
+                out = plan.run(vals, seed.reshape((c + 1, *x_shape)), layout, alg, (lo, hi))
+            except NoSeries:
+                return self.fallback().run(x, extra, cv, y, full)
             if out is None:
                 continue
             lap += 2 * out[c]
