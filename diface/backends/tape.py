@@ -153,6 +153,36 @@ class AutoTape(Backend):
 
         return SparseJacobianKernel(problem, coloring).kernel()
 
+    def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
+        """Taylor mode on the recording (`diface.backends._tape._taylor`): truncated Taylor polynomials
+        of all the directions propagated in one pass per call; the core's nested pushforwards where the
+        recording holds an operation without a Taylor rule."""
+        from ._tape._taylor import TapeTaylor, plan_for
+
+        if not plan_for(problem).ok:
+            return super().prepare_taylor(problem, tangents, order)
+
+        def fallback() -> Kernel:
+            return _derive.derive_taylor(self, problem, tangents, order)
+
+        return TapeTaylor(problem, order, fallback).kernel()
+
+    def prepare_laplacian(self, problem: Problem, method: _derive.LaplacianMethod) -> Kernel:
+        """The exact Laplacian by the collapsed Taylor pass (`diface.backends._tape._taylor`): the value,
+        the basis of x as first coefficients and one summed second coefficient, in one pass per chunk
+        of the basis; Hutchinson's estimate, and recordings without Taylor rules, by the core."""
+        if method.method != "exact":
+            return super().prepare_laplacian(problem, method)
+        from ._tape._taylor import TapeLaplacian, plan_for
+
+        if not plan_for(problem).ok:
+            return super().prepare_laplacian(problem, method)
+
+        def fallback() -> Kernel:
+            return _derive.derive_laplacian(self, problem, method)
+
+        return TapeLaplacian(problem, fallback).kernel()
+
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         from ._tape import JacobianKernel
 
