@@ -38,11 +38,13 @@ class Inner:
 
     # -- helpers ------------------------------------------------------------------------------------
     def third_order(self) -> NotSupportedError:
-        """The error of a derivative of order 3 through the boundary."""
+        """The error of a derivative the boundary does not carry: of order 3 and more, or forward over
+        forward (Taylor coefficients, Laplacians)."""
         return NotSupportedError(
-            f"DifferentiateWith({getattr(self.f, '__name__', 'f')}, ...): derivatives of order 3 and more do not "
-            "cross the boundary between engines (first and second order do); differentiate the whole function "
-            "with one engine"
+            f"DifferentiateWith({getattr(self.f, '__name__', 'f')}, ...): first derivatives and Hessian-vector "
+            "products cross the boundary between engines; derivatives of order 3 and more, and Taylor "
+            "coefficients or Laplacians (forward mode over forward mode), do not. Differentiate the whole "
+            "function with one engine"
         )
 
     def check_x(self, x: np.ndarray) -> None:
