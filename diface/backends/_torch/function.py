@@ -15,11 +15,19 @@ from typing import Any
 
 from ..._arrays import framework_ops
 from ..._contexts import Cache
+from ..._errors import NotSupportedError
 from ..._problem import Problem
 from .inputs import context_tensor
 from .modes import DUAL_LEVEL, forward_ad, torch
 
-__all__ = ["Function", "vjp", "zeros_if_none"]
+__all__ = ["NESTED_DUAL", "Function", "vjp", "zeros_if_none"]
+
+NESTED_DUAL = (
+    "AutoTorch: a forward-mode kernel was called inside f on one of its dual tensors (a pushforward nested in "
+    "a pushforward, as the core's default derivations of higher orders do). torch has one forward-AD level "
+    "per process, so the inner pushforward would drop the outer tangent and every higher derivative would "
+    "come out zero: differentiate f in one call (di.taylor, di.hvp, ...) or nest torch.func.jvp yourself"
+)
 
 
 class Function:
@@ -92,7 +100,13 @@ class Function:
         self.set_grad_enabled(False)
         try:
             with DUAL_LEVEL:
-                out = self(fwad.make_dual(x.detach(), t), cv, y)
+                if DUAL_LEVEL.inside and fwad.unpack_dual(x).tangent is not None:
+                    raise NotSupportedError(NESTED_DUAL)
+                DUAL_LEVEL.inside += 1
+                try:
+                    out = self(fwad.make_dual(x.detach(), t), cv, y)
+                finally:
+                    DUAL_LEVEL.inside -= 1
                 value, tangent = fwad.unpack_dual(out)
         finally:
             self.set_grad_enabled(grad_enabled)
