@@ -1,0 +1,221 @@
+"""Taylor coefficients and exact Laplacians on torch: nested `torch.func.jvp`, batched by `torch.func.vmap`.
+
+The j-th coefficient along v, dⱼ = dʲ/dtʲ f(x + t·v) at t = 0, is the tangent of the (j-1)-th along v:
+level 0 is `(f(x),)`, and level j pushes level j-1 forward along v with `torch.func.jvp`, keeping what it
+had and adding the tangent of its last entry, so that `order` nested jvps give `(f(x), d₁, ..., d_order)`
+in one evaluation of the nest. Each level doubles the work (a jvp carries a primal and a tangent, and
+the nested ones carry 2^order parts), which is what nested forward mode costs without truncated
+polynomial arithmetic; torch has no Taylor arithmetic of its own.
+
+A batch of directions runs through `torch.func.vmap` over the nest (the parts that depend on x alone are
+computed once, unbatched), where f allows it and it pays: decided once per preparation by timing it
+against a loop at the preparation point (`batching.vmap_threshold`); an in-place f, random numbers, a
+branch on a value... loop over the directions instead.
+
+Why not the core's derivation (nested pushforward kernels): a torch pushforward kernel runs on dual
+tensors of torch's one forward-AD level, which cannot nest (`Function.dual` now refuses a dual x rather
+than drop its tangent); `torch.func.jvp` nests, by levels of its own.
+
+The exact Laplacian is the sum over the basis of x of the second coefficients (`laplacian_kernel`), the
+basis vmapped in chunks; its full variant takes the Jacobian from the first coefficients, which come with
+the second at no extra cost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from ..._contexts import Cache
+from ..._derive._sweep import _assemble
+from ..._errors import NotSupportedError
+from ..._kernel import Kernel, Result
+from ..._problem import Problem, size_of
+from .batching import INF, SAMPLE, UNTIMED, Trial, vmap_threshold
+from .function import Function
+from .linearize import basis_sample
+from .modes import FORWARD_AD, quiet, torch
+
+__all__ = ["Series", "laplacian_kernel", "taylor_kernel"]
+
+STORAGE = "Cannot access data pointer of Tensor that doesn't have storage"
+NOT_TORCH = (
+    "AutoTorch: f turned a tensor being differentiated into a NumPy array (a NumPy function such as np.exp "
+    "called on a torch tensor, .numpy(), ...): torch cannot differentiate through NumPy; write f with torch "
+    "operations (torch.exp, ...)"
+)
+
+#: elements a chunk of basis vectors (and its coefficients) may hold in an exact Laplacian
+BASIS_BUDGET = 2**22
+
+
+class Series:
+    """`(f(x), [d₁, ..., d_order])` along a stack of directions (each dⱼ stacked, shape `(k, *y_shape)`),
+    through vmap over the nested jvps or a loop over the directions."""
+
+    def __init__(self, problem: Problem, order: int) -> None:
+        t = torch()
+        self.order = order
+        self.fn = Function(problem)
+        self.y_shape = tuple(problem.y_spec[0])
+        self.caches = tuple(isinstance(c, Cache) for c in problem.contexts)
+        self.no_grad, self.jvp, self.vmap, self.stack = t.no_grad, t.func.jvp, t.func.vmap, t.stack
+        self.out_dims = (None,) + (0,) * order
+        #: stacks of this many directions or more run through vmap (`decide`; INF: always loop)
+        self.threshold: float = UNTIMED
+        self.tried = False
+
+    def pure(self, cv: tuple) -> Callable[[Any], Any]:
+        """x -> f(x) for torch.func (an in-place f writes into a fresh tensor made inside)."""
+        pure = self.fn.pure(cv)
+        if pure is not None:
+            return pure
+        t, fn, caches, y_shape = torch(), self.fn, self.caches, self.y_shape
+        cv = fn.context_values(cv, caches) if cv else cv
+
+        def inplace(x: Any) -> Any:
+            args = tuple(t.empty_like(v) if c and isinstance(v, t.Tensor) else v for v, c in zip(cv, caches))
+            y = t.empty(y_shape, dtype=fn.y_dtype, device=x.device)
+            fn.f(y, x, *args)
+            return y
+
+        return inplace
+
+    def nest(self, pure: Callable[[Any], Any], x: Any) -> Callable[[Any], tuple]:
+        """v -> (f(x), d₁, ..., d_order) along v: `order` nested jvps."""
+        jvp, order = self.jvp, self.order
+
+        def series(v: Any) -> tuple:
+            level: Callable[[Any], tuple] = lambda p: (pure(p),)
+            for _ in range(order):
+                level = _pushed(jvp, level, v)
+            return level(x)
+
+        return series
+
+    def one(self, pure: Callable[[Any], Any], x: Any) -> Callable[[Any], tuple]:
+        return self.nest(pure, x)
+
+    def many(self, pure: Callable[[Any], Any], x: Any) -> Callable[[Any], tuple]:
+        return self.vmap(self.nest(pure, x), out_dims=self.out_dims)
+
+    def decide(self, x: Any, cv: tuple, directions: Any) -> None:
+        """At preparation: from which batch size on vmap runs, timed on (at most `SAMPLE` of) the
+        directions at the preparation point."""
+        pure = self.pure(cv)
+        with self.no_grad(), FORWARD_AD:
+            trial = Trial(self.one(pure, x), self.many(pure, x), directions[:SAMPLE], contextlib.nullcontext)
+            self.threshold = vmap_threshold(trial)
+        self.tried = True
+
+    def __call__(self, x: Any, directions: Any, cv: tuple) -> tuple[Any, list]:
+        pure = self.pure(cv)
+        k = len(directions)
+        with self.no_grad(), FORWARD_AD:  # no_grad: keeps tensors f closes over out (torch.func ignores it)
+            if k >= 2 and k >= self.threshold:
+                try:
+                    if self.tried:
+                        out = self.many(pure, x)(directions)
+                    else:
+                        with quiet():
+                            out = self.many(pure, x)(directions)
+                        self.tried = True
+                    return out[0], list(out[1:])
+                except NotSupportedError:
+                    raise
+                except Exception:  # f refuses vmap (in-place, random, a branch on a value): loop for good
+                    self.threshold = INF
+            try:
+                rows = [self.one(pure, x)(v) for v in directions]
+            except RuntimeError as e:
+                if STORAGE in str(e):
+                    raise NotSupportedError(NOT_TORCH) from e
+                raise
+        stacked = [self.stack([r[j] for r in rows]) for j in range(1, self.order + 1)]
+        return rows[0][0], stacked
+
+
+def _pushed(jvp: Any, level: Callable[[Any], tuple], v: Any) -> Callable[[Any], tuple]:
+    """The next level: what `level` gives, and the tangent of its last entry along v."""
+
+    def pushed(p: Any) -> tuple:
+        primals, tangents = jvp(level, (p,), (v,))
+        return (*primals, tangents[-1])
+
+    return pushed
+
+
+def _directions(tangents: tuple, dtype: Any) -> Any:
+    t = torch()
+    stacked = t.stack(tangents)
+    return stacked if stacked.dtype == dtype else stacked.to(dtype)
+
+
+def _fresh(d: Any) -> Any:
+    """A result of its own memory: vmap expands a coefficient that does not depend on the direction."""
+    return d if d.is_contiguous() else d.contiguous()
+
+
+def taylor_kernel(problem: Problem, tangents: tuple, order: int) -> Kernel:
+    """`(d₁, ..., d_order)` along each tangent (the module docstring): a `Series` over the stacked
+    tangents, its vmap threshold timed at the preparation point for a reusable batch."""
+    series = Series(problem, order)
+    x_dtype = problem.x.dtype
+    if not problem.single_use and len(tangents) >= 2:
+        series.decide(problem.x, problem.context_values, _directions(tangents, x_dtype))
+
+    def taylor(x: Any, tangents: tuple, cv: tuple, y: Any, full: bool) -> Result:
+        value, ds = series(x, _directions(tangents, x_dtype), cv)
+        if y is not None:
+            y.copy_(value)
+        result = tuple(tuple(_fresh(d[i]) for d in ds) for i in range(len(tangents)))
+        return Result(value=value if full else None, result=result)
+
+    return Kernel(taylor)
+
+
+def laplacian_kernel(problem: Problem) -> Kernel:
+    """Σᵢ ∂²f/∂xᵢ² as the sum of the second coefficients along the basis vectors eᵢ of x (vmapped in
+    chunks of `BASIS_BUDGET` elements, kept from preparation where they fit); the full variant's
+    Jacobian is the first coefficients, stacked as its columns."""
+    t = torch()
+    ops, x_shape = problem.ops, tuple(problem.x_shape)
+    y_shape = tuple(problem.y_spec[0])
+    n, m = size_of(x_shape), size_of(y_shape)
+    dtype = ops.result_type(problem.x_dtype, problem.y_spec[1])
+    series = Series(problem, 2)
+    batch = max(1, min(n, max(BASIS_BUDGET, n * m) // max(1, n + 2 * m)))
+    bounds = [(lo, min(lo + batch, n)) for lo in range(0, n, batch)]
+    x0 = problem.x
+
+    def chunk(lo: int, hi: int, like: Any) -> Any:
+        return ops.basis_rows(n, lo, hi, x0.dtype, like, x_shape)
+
+    kept = [chunk(lo, hi, x0) for lo, hi in bounds] if n * n <= BASIS_BUDGET else None
+    if not problem.single_use and n >= 2:
+        series.decide(x0, problem.context_values, basis_sample(n, x_shape, x0.dtype, x0))
+
+    def laplacian(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
+        if n == 0:
+            value = series.pure(cv)(x)
+            if y is not None:
+                y.copy_(value)
+            zeros = t.zeros(y_shape, dtype=dtype, device=x.device)
+            return Result(value if full else None, t.zeros(y_shape + x_shape, dtype=dtype, device=x.device), zeros)
+        value, total, firsts = None, None, []
+        for k, (lo, hi) in enumerate(bounds):
+            basis = kept[k] if kept is not None else chunk(lo, hi, x)
+            value, (d1, d2) = series(x, basis, cv)
+            part = d2.sum(0)
+            total = part if total is None else total + part
+            if full:
+                firsts.append(d1)
+        if y is not None:
+            y.copy_(value)
+        if not full:
+            return Result(result=total)
+        stacked = firsts[0] if len(firsts) == 1 else t.cat(firsts)
+        return Result(value, _fresh(_assemble(ops, stacked, True, n, y_shape + x_shape, dtype)), total)
+
+    return Kernel(laplacian)
