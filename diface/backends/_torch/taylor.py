@@ -9,8 +9,9 @@ polynomial arithmetic; torch has no Taylor arithmetic of its own.
 
 A batch of directions runs through `torch.func.vmap` over the nest (the parts that depend on x alone are
 computed once, unbatched), where f allows it and it pays: decided once per preparation by timing it
-against a loop at the preparation point (`batching.vmap_threshold`); an in-place f, random numbers, a
-branch on a value... loop over the directions instead.
+from two directions on wherever f allows it (measured on CPU, orders 2 and 4, 2 and 4 directions: vmap
+0.6-0.9 of a loop at 2 directions, 0.2-0.4 at 4), so preparation only tries it once, on two directions
+(`threshold`); an in-place f, random numbers, a branch on a value... loop over the directions instead.
 
 Why not the core's derivation (nested pushforward kernels): a torch pushforward kernel runs on dual
 tensors of torch's one forward-AD level, which cannot nest (`Function.dual` now refuses a dual x rather
@@ -32,7 +33,7 @@ from ..._derive._sweep import _assemble
 from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
-from .batching import INF, SAMPLE, UNTIMED, Trial, vmap_threshold
+from .batching import INF, Trial
 from .function import Function
 from .linearize import basis_sample
 from .modes import FORWARD_AD, quiet, torch
@@ -63,7 +64,7 @@ class Series:
         self.no_grad, self.jvp, self.vmap, self.stack = t.no_grad, t.func.jvp, t.func.vmap, t.stack
         self.out_dims = (None,) + (0,) * order
         #: stacks of this many directions or more run through vmap (`decide`; INF: always loop)
-        self.threshold: float = UNTIMED
+        self.threshold: float = 2
         self.tried = False
 
     def pure(self, cv: tuple) -> Callable[[Any], Any]:
@@ -101,12 +102,12 @@ class Series:
         return self.vmap(self.nest(pure, x), out_dims=self.out_dims)
 
     def decide(self, x: Any, cv: tuple, directions: Any) -> None:
-        """At preparation: from which batch size on vmap runs, timed on (at most `SAMPLE` of) the
-        directions at the preparation point."""
+        """At preparation: whether vmap runs f (`threshold`), tried on two of the directions at the
+        preparation point."""
         pure = self.pure(cv)
         with self.no_grad(), FORWARD_AD:
-            trial = Trial(self.one(pure, x), self.many(pure, x), directions[:SAMPLE], contextlib.nullcontext)
-            self.threshold = vmap_threshold(trial)
+            trial = Trial(self.one(pure, x), self.many(pure, x), directions[:2], contextlib.nullcontext)
+            self.threshold = threshold(trial)
         self.tried = True
 
     def __call__(self, x: Any, directions: Any, cv: tuple) -> tuple[Any, list]:
@@ -121,7 +122,7 @@ class Series:
                         with quiet():
                             out = self.many(pure, x)(directions)
                         self.tried = True
-                    return out[0], list(out[1:])
+                    return _real(out[0]), [_real(d) for d in out[1:]]
                 except NotSupportedError:
                     raise
                 except Exception:  # f refuses vmap (in-place, random, a branch on a value): loop for good
@@ -132,8 +133,13 @@ class Series:
                 if STORAGE in str(e):
                     raise NotSupportedError(NOT_TORCH) from e
                 raise
-        stacked = [self.stack([r[j] for r in rows]) for j in range(1, self.order + 1)]
-        return rows[0][0], stacked
+        stacked = [self.stack([_real(r[j]) for r in rows]) for j in range(1, self.order + 1)]
+        return _real(rows[0][0]), stacked
+
+
+def threshold(trial: Trial) -> float:
+    """The smallest stack of directions that runs through vmap: 2 where vmap runs f, else INF (never)."""
+    return 2 if trial.vmap_works() else INF
 
 
 def _pushed(jvp: Any, level: Callable[[Any], tuple], v: Any) -> Callable[[Any], tuple]:
@@ -144,6 +150,14 @@ def _pushed(jvp: Any, level: Callable[[Any], tuple], v: Any) -> Callable[[Any], 
         return (*primals, tangents[-1])
 
     return pushed
+
+
+def _real(d: Any) -> Any:
+    """`d`, or zeros of its own memory where torch.func.jvp gave a ZeroTensor (a coefficient it knows to
+    vanish, x**3's fourth say): those convert to nothing, NumPy included."""
+    if d._is_zerotensor():
+        return torch().zeros(d.shape, dtype=d.dtype, device=d.device)
+    return d
 
 
 def _directions(tangents: tuple, dtype: Any) -> Any:
