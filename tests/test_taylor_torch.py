@@ -120,7 +120,10 @@ def test_order_one_is_the_pushforward_and_order_two_along_v_is_v_hvp_v():
     close(d1, torch.dot(di.gradient(mlp, AUTO, x), v))
 
 
-def test_laplacian_is_the_trace_of_the_hessian_and_elementwise_for_vector_outputs():
+@pytest.mark.parametrize("route", ["taylor", "hessian_diagonal"])
+def test_laplacian_is_the_trace_of_the_hessian_and_elementwise_for_vector_outputs(monkeypatch, route):
+    times = iter([0.0, 1.0] if route == "taylor" else [1.0, 0.0])  # the timed choice, forced
+    monkeypatch.setattr(torch_taylor, "_best_time", lambda kernel, problem: next(times))
     x0, x1 = torch.tensor(X0), torch.tensor(X1)
     prep = di.prepare_laplacian(mlp, AUTO, x0)
     for _ in range(2):
@@ -139,8 +142,11 @@ def test_laplacian_is_the_trace_of_the_hessian_and_elementwise_for_vector_output
         close(jac, di.jacobian(f, AUTO, x1))
 
 
-def test_laplacian_in_chunks_of_the_basis_and_of_a_matrix_input(monkeypatch):
+@pytest.mark.parametrize("route", ["taylor", "hessian_diagonal"])
+def test_laplacian_in_chunks_of_the_basis_and_of_a_matrix_input(monkeypatch, route):
     monkeypatch.setattr(torch_taylor, "BASIS_BUDGET", 8)  # several chunks of the basis of a 3x4 x
+    times = iter([0.0, 1.0] if route == "taylor" else [1.0, 0.0])
+    monkeypatch.setattr(torch_taylor, "_best_time", lambda kernel, problem: next(times))
     f = lambda x: torch.sum(torch.sin(x) * x.T.sum()) + torch.prod(x[0])
     x = torch.tensor(RNG.normal(size=(3, 4)))
     H = di.hessian(f, AUTO, x).reshape(12, 12)

@@ -25,6 +25,7 @@ the second at no extra cost.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,7 +37,8 @@ from ..._problem import Problem, size_of
 from .batching import INF, Trial
 from .function import Function
 from .linearize import basis_sample
-from .modes import FORWARD_AD, quiet, torch
+from .modes import FORWARD_AD, grad_mode, quiet, torch
+from .second_order import ReverseOverReverse
 
 __all__ = ["Series", "laplacian_kernel", "taylor_kernel"]
 
@@ -190,24 +192,64 @@ def taylor_kernel(problem: Problem, tangents: tuple, order: int) -> Kernel:
 
 
 def laplacian_kernel(problem: Problem) -> Kernel:
+    """The exact Laplacian: for a scalar f (not in-place), the faster at the preparation point of the
+    Taylor sum (`taylor_laplacian`) and the Hessian's diagonal by reverse over reverse
+    (`hessian_diagonal_laplacian`), timed (unprepared calls take the diagonal, which was the faster in
+    every case measured on a CPU: torch's forward mode under vmap costs 2-4x its reverse mode); for a
+    vector f, the Taylor sum."""
+    taylor = taylor_laplacian(problem)
+    if problem.inplace or problem.y_spec[0] != () or size_of(problem.x_shape) == 0:
+        return taylor
+    diagonal = hessian_diagonal_laplacian(problem)
+    if problem.single_use:
+        return diagonal
+    times = [_best_time(k, problem) for k in (taylor, diagonal)]
+    return taylor if times[0] < times[1] else diagonal
+
+
+def _best_time(kernel: Kernel, problem: Problem) -> float:
+    """The better of two runs of `kernel` at the preparation point after a first (which tries vmap), in
+    seconds."""
+    best = INF
+    for k in range(3):
+        start = time.perf_counter()
+        kernel.run(problem.x, None, problem.context_values, None, False)
+        if k:
+            best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _chunks(n: int, m: int) -> list[tuple[int, int]]:
+    """Bounds of the chunks of the basis of x (n elements, products of m): `BASIS_BUDGET` elements each."""
+    batch = max(1, min(n, max(BASIS_BUDGET, n * m) // max(1, n + 2 * m)))
+    return [(lo, min(lo + batch, n)) for lo in range(0, n, batch)]
+
+
+def _basis(problem: Problem, bounds: list) -> Callable[[int, Any], Any]:
+    """k, like -> the k-th chunk of the basis of x (kept from preparation where the whole fits)."""
+    ops, x_shape, x0 = problem.ops, tuple(problem.x_shape), problem.x
+    n = size_of(x_shape)
+    chunk = lambda lo, hi, like: ops.basis_rows(n, lo, hi, x0.dtype, like, x_shape)
+    if n * n <= BASIS_BUDGET:
+        kept = [chunk(lo, hi, x0) for lo, hi in bounds]
+        return lambda k, like: kept[k]
+    return lambda k, like: chunk(bounds[k][0], bounds[k][1], like)
+
+
+def taylor_laplacian(problem: Problem) -> Kernel:
     """Σᵢ ∂²f/∂xᵢ² as the sum of the second coefficients along the basis vectors eᵢ of x (vmapped in
-    chunks of `BASIS_BUDGET` elements, kept from preparation where they fit); the full variant's
-    Jacobian is the first coefficients, stacked as its columns."""
+    chunks of `BASIS_BUDGET` elements); the full variant's Jacobian is the first coefficients, stacked
+    as its columns."""
     t = torch()
     ops, x_shape = problem.ops, tuple(problem.x_shape)
     y_shape = tuple(problem.y_spec[0])
     n, m = size_of(x_shape), size_of(y_shape)
     dtype = ops.result_type(problem.x_dtype, problem.y_spec[1])
     series = Series(problem, 2)
-    batch = max(1, min(n, max(BASIS_BUDGET, n * m) // max(1, n + 2 * m)))
-    bounds = [(lo, min(lo + batch, n)) for lo in range(0, n, batch)]
-    x0 = problem.x
-
-    def chunk(lo: int, hi: int, like: Any) -> Any:
-        return ops.basis_rows(n, lo, hi, x0.dtype, like, x_shape)
-
-    kept = [chunk(lo, hi, x0) for lo, hi in bounds] if n * n <= BASIS_BUDGET else None
+    bounds = _chunks(n, m)
+    basis = _basis(problem, bounds)
     if not problem.single_use and n >= 2:
+        x0 = problem.x
         series.decide(x0, problem.context_values, basis_sample(n, x_shape, x0.dtype, x0))
 
     def laplacian(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
@@ -218,9 +260,8 @@ def laplacian_kernel(problem: Problem) -> Kernel:
             zeros = t.zeros(y_shape, dtype=dtype, device=x.device)
             return Result(value if full else None, t.zeros(y_shape + x_shape, dtype=dtype, device=x.device), zeros)
         value, total, firsts = None, None, []
-        for k, (lo, hi) in enumerate(bounds):
-            basis = kept[k] if kept is not None else chunk(lo, hi, x)
-            value, (d1, d2) = series(x, basis, cv)
+        for k in range(len(bounds)):
+            value, (d1, d2) = series(x, basis(k, x), cv)
             part = d2.sum(0)
             total = part if total is None else total + part
             if full:
@@ -231,5 +272,33 @@ def laplacian_kernel(problem: Problem) -> Kernel:
             return Result(result=total)
         stacked = firsts[0] if len(firsts) == 1 else t.cat(firsts)
         return Result(value, _fresh(_assemble(ops, stacked, True, n, y_shape + x_shape, dtype)), total)
+
+    return Kernel(laplacian)
+
+
+def hessian_diagonal_laplacian(problem: Problem) -> Kernel:
+    """Σᵢ (H eᵢ)ᵢ for a scalar f: the products of the gradient's recorded graph with the basis of x
+    (reverse over reverse, a chunk at a time, vmapped where that pays), only their diagonal kept; the
+    full variant's gradient and value come with the graph."""
+    t = torch()
+    x_shape = tuple(problem.x_shape)
+    n = size_of(x_shape)
+    plan = ReverseOverReverse(problem, None)
+    plan.decide(x_shape, problem.x_dtype)
+    bounds = _chunks(n, 1)
+    basis = _basis(problem, bounds)
+    index = [t.arange(hi - lo, device=problem.x.device) for lo, hi in bounds]
+
+    def laplacian(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
+        lin = plan.linearize(x, cv)
+        total = None
+        with grad_mode():
+            for k, (lo, _) in enumerate(bounds):
+                rows = lin.pull(basis(k, x)).reshape(len(index[k]), n)
+                part = rows[index[k], index[k] + lo].sum()
+                total = part if total is None else total + part
+        if not full:
+            return Result(result=total)
+        return Result(lin.primal, lin.value.reshape(x_shape), total)
 
     return Kernel(laplacian)
