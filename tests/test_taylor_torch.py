@@ -212,3 +212,7 @@ def test_nested_pushforward_kernels_are_refused_not_zero():
         di.taylor(torch.exp, Nested(), torch.tensor(X1), torch.tensor(V1), order=2)
     with pytest.raises(di.NotSupportedError, match="NumPy"):  # np.exp would drop the tangents
         di.taylor(np.exp, AUTO, X1, V1, order=2)
+    with pytest.raises(di.NotSupportedError, match="NumPy"):  # so would a dual tensor, silently
+        di.pushforward(np.exp, AUTO, X1, V1)
+    ones = lambda x: torch.ones(3, dtype=F64)  # no tangent, and rightly so
+    close(di.pushforward(ones, AUTO, torch.tensor(X1), torch.tensor(V1)), np.zeros(3))

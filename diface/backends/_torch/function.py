@@ -20,7 +20,13 @@ from ..._problem import Problem
 from .inputs import context_tensor
 from .modes import DUAL_LEVEL, forward_ad, torch
 
-__all__ = ["NESTED_DUAL", "Function", "vjp", "zeros_if_none"]
+__all__ = ["NESTED_DUAL", "NOT_TORCH", "Function", "vjp", "zeros_if_none"]
+
+NOT_TORCH = (
+    "AutoTorch: f turned a tensor being differentiated into a NumPy array (a NumPy function such as np.exp "
+    "called on a torch tensor, .numpy(), ...): torch cannot differentiate through NumPy, and forward mode "
+    "would silently give zeros; write f with torch operations (torch.exp, ...)"
+)
 
 NESTED_DUAL = (
     "AutoTorch: a forward-mode kernel was called inside f on one of its dual tensors (a pushforward nested in "
@@ -110,7 +116,26 @@ class Function:
                 value, tangent = fwad.unpack_dual(out)
         finally:
             self.set_grad_enabled(grad_enabled)
+        if tangent is None and not self.checked:
+            self.check_torch(x, cv, y)
         return value, zeros_if_none(tangent, value)
+
+    #: f gave a dual pass no tangent once and was found not to go through NumPy (`check_torch`)
+    checked = False
+
+    def check_torch(self, x: Any, cv: tuple, y: Any) -> None:
+        """After a dual pass whose output has no tangent: f does not depend on x, or it went through NumPy
+        (`np.exp(x)` converts a dual tensor to NumPy without a word, dropping its tangent: every
+        derivative would be zero). A recorded pass tells them apart, once per preparation: torch refuses
+        to convert a tensor that requires grad."""
+        t = torch()
+        try:
+            with t.enable_grad():
+                self(x.detach().requires_grad_(), cv, None if y is None else y.detach().clone())
+        except RuntimeError as e:
+            if "numpy()" in str(e):
+                raise NotSupportedError(NOT_TORCH) from e
+        self.checked = True
 
     def evaluate(self, x: Any, cv: tuple, y: Any) -> Any:
         """f(x) without a graph (its output, or y written)."""

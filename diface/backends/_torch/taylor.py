@@ -35,7 +35,7 @@ from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
 from .batching import INF, Trial
-from .function import Function
+from .function import NOT_TORCH, Function
 from .linearize import basis_sample
 from .modes import FORWARD_AD, grad_mode, quiet, torch
 from .second_order import ReverseOverReverse
@@ -43,12 +43,6 @@ from .second_order import ReverseOverReverse
 __all__ = ["Series", "laplacian_kernel", "taylor_kernel"]
 
 STORAGE = "Cannot access data pointer of Tensor that doesn't have storage"
-NOT_TORCH = (
-    "AutoTorch: f turned a tensor being differentiated into a NumPy array (a NumPy function such as np.exp "
-    "called on a torch tensor, .numpy(), ...): torch cannot differentiate through NumPy; write f with torch "
-    "operations (torch.exp, ...)"
-)
-
 #: elements a chunk of basis vectors (and its coefficients) may hold in an exact Laplacian
 BASIS_BUDGET = 2**22
 
