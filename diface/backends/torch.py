@@ -17,6 +17,12 @@ which measured fastest, and reverse over forward for the second derivative of a 
 dual tensors through `torch.autograd.grad`; reverse over forward: `torch.autograd.grad` of a dual
 tensor's tangent; forward over forward: nested `torch.func.jvp`).
 
+Taylor mode (`_torch/taylor.py`): `taylor` nests `torch.func.jvp` `order` levels deep, vmapped over the
+directions where f allows (the core's default, nested pushforward kernels, cannot run on torch: dual
+tensors have one level per process). The exact Laplacian of a scalar f is the faster, timed at
+preparation, of the sum of second coefficients over the basis of x and the Hessian's diagonal by reverse
+over reverse (on a CPU the latter, by 2-5x); of a vector f, the Taylor sum.
+
 Threads: a preparation may be shared by any number of threads. Torch keeps autograd, grad mode and vmap
 per thread, and runs backward passes of several threads through one retained graph; forward-mode AD has
 one level per process, so every forward-mode computation runs under one lock, `forward_ad_lock` (see

@@ -17,9 +17,13 @@ Why not the core's derivation (nested pushforward kernels): a torch pushforward 
 tensors of torch's one forward-AD level, which cannot nest (`Function.dual` now refuses a dual x rather
 than drop its tangent); `torch.func.jvp` nests, by levels of its own.
 
-The exact Laplacian is the sum over the basis of x of the second coefficients (`laplacian_kernel`), the
-basis vmapped in chunks; its full variant takes the Jacobian from the first coefficients, which come with
-the second at no extra cost.
+The exact Laplacian (`laplacian_kernel`) is the sum over the basis of x of the second coefficients, the
+basis vmapped in chunks (its full variant takes the Jacobian from the first coefficients, which come with
+the second at no extra cost), or for a scalar f the Hessian's diagonal by reverse over reverse, whichever
+ran faster at preparation: on a CPU torch's vmapped nested jvp costs 3-7x its vmapped backward passes
+(tanh MLP of width 256: 11 against 1.7 ms at n = 100, 110 against 35 ms at n = 1000), so the diagonal
+wins there. Neither is the collapsed forward Laplacian (the second coefficients summed at every
+operation), which needs Taylor rules per operation that torch does not have.
 """
 
 from __future__ import annotations
