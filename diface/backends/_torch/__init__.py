@@ -8,5 +8,6 @@ only the ones listed before it (none imports torch at module level):
 - `function`: the user's `f` called on a recorded leaf, on dual tensors or as a pure function;
 - `batching`: a batch of products as a loop or through vmap, decided once per preparation;
 - `linearize`: how torch linearizes f at a point (`AutoTorch.prepare_linearize`);
-- `second_order`: the four compositions as `SecondOrderPlan`s.
+- `second_order`: the four compositions as `SecondOrderPlan`s;
+- `taylor`: Taylor coefficients by nested `torch.func.jvp`, and the exact Laplacian.
 """

@@ -15,11 +15,25 @@ from typing import Any
 
 from ..._arrays import framework_ops
 from ..._contexts import Cache
+from ..._errors import NotSupportedError
 from ..._problem import Problem
 from .inputs import context_tensor
 from .modes import DUAL_LEVEL, forward_ad, torch
 
-__all__ = ["Function", "vjp", "zeros_if_none"]
+__all__ = ["NESTED_DUAL", "NOT_TORCH", "Function", "vjp", "zeros_if_none"]
+
+NOT_TORCH = (
+    "AutoTorch: f turned a tensor being differentiated into a NumPy array (a NumPy function such as np.exp "
+    "called on a torch tensor, .numpy(), ...): torch cannot differentiate through NumPy, and forward mode "
+    "would silently give zeros; write f with torch operations (torch.exp, ...)"
+)
+
+NESTED_DUAL = (
+    "AutoTorch: a forward-mode kernel was called inside f on one of its dual tensors (a pushforward nested in "
+    "a pushforward, as the core's default derivations of higher orders do). torch has one forward-AD level "
+    "per process, so the inner pushforward would drop the outer tangent and every higher derivative would "
+    "come out zero: differentiate f in one call (di.taylor, di.hvp, ...) or nest torch.func.jvp yourself"
+)
 
 
 class Function:
@@ -92,11 +106,36 @@ class Function:
         self.set_grad_enabled(False)
         try:
             with DUAL_LEVEL:
-                out = self(fwad.make_dual(x.detach(), t), cv, y)
+                if DUAL_LEVEL.inside and fwad.unpack_dual(x).tangent is not None:
+                    raise NotSupportedError(NESTED_DUAL)
+                DUAL_LEVEL.inside += 1
+                try:
+                    out = self(fwad.make_dual(x.detach(), t), cv, y)
+                finally:
+                    DUAL_LEVEL.inside -= 1
                 value, tangent = fwad.unpack_dual(out)
         finally:
             self.set_grad_enabled(grad_enabled)
+        if tangent is None and not self.checked:
+            self.check_torch(x, cv, y)
         return value, zeros_if_none(tangent, value)
+
+    #: f gave a dual pass no tangent once and was found not to go through NumPy (`check_torch`)
+    checked = False
+
+    def check_torch(self, x: Any, cv: tuple, y: Any) -> None:
+        """After a dual pass whose output has no tangent: f does not depend on x, or it went through NumPy
+        (`np.exp(x)` converts a dual tensor to NumPy without a word, dropping its tangent: every
+        derivative would be zero). A recorded pass tells them apart, once per preparation: torch refuses
+        to convert a tensor that requires grad."""
+        t = torch()
+        try:
+            with t.enable_grad():
+                self(x.detach().requires_grad_(), cv, None if y is None else y.detach().clone())
+        except Exception as e:  # anything else f raises here is not this check's business
+            if isinstance(e, RuntimeError) and "numpy()" in str(e):
+                raise NotSupportedError(NOT_TORCH) from e
+        self.checked = True
 
     def evaluate(self, x: Any, cv: tuple, y: Any) -> Any:
         """f(x) without a graph (its output, or y written)."""

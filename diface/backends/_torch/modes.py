@@ -89,6 +89,9 @@ class _DualLevel(_ForwardAD):
     the lock."""
 
     depth = 0
+    #: evaluations of f on dual tensors in progress (`Function.dual`): a kernel called inside one of them
+    #: on its dual tensors would share its level (see `function.NESTED_DUAL`)
+    inside = 0
 
     def __enter__(self) -> None:
         forward_ad_lock.acquire()
