@@ -357,7 +357,7 @@ class TreeCodec:
                 f"{self.op.full_name}: f returns complex values of complex x, which have no gradient; use "
                 "di.laplacian for the Laplacian and di.jacobian or di.pushforward for first derivatives"
             )
-        ops, xi = self.ops, self.xi
+        ops, xi = ops_for(d) or NUMPY, self.xi  # NumPy where the user gets NumPy results
         assert xi is not None  # complex columns
         columns = ops.moveaxis(reshaped(d, (self.ny, self.nx)), 0, 1)
         return ops.moveaxis(complex_rows(columns, xi.complex_leaves, xi.offsets), 0, 1)
