@@ -15,7 +15,7 @@ import numpy as np
 from ..._arrays import ArrayOps, framework_ops
 from ..._backend import Backend
 from ..._boundary import register_boundary
-from ..._derive import SecondOrderPlan
+from ..._derive import LaplacianMethod, SecondOrderPlan
 from ..._derive.mode import sweep_mode
 from ..._engines import register_engine
 from ..._errors import ArgumentError
@@ -149,6 +149,31 @@ class AutoTensorFlow(Backend):
             return run
 
         return make_kernel(problem, program, None, self._traces(problem))
+
+    # -- Taylor coefficients and Laplacians ------------------------------------------------------
+    def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
+        # nested ForwardAccumulators in one traced graph (`diface.backends.tensorflow._taylor`); eagerly
+        # (jit=False, a one-off call) the core's nested pushforwards, which run on eager_push's tapes
+        # rather than the accumulator's per-operation traced JVPs
+        if not self._native_taylor(problem):
+            return super().prepare_taylor(problem, tangents, order)
+        from ._taylor import taylor_kernel
+
+        return taylor_kernel(problem, tangents, order, True)
+
+    def prepare_laplacian(self, problem: Problem, method: LaplacianMethod) -> Kernel:
+        if method.method != "exact" or not self._native_taylor(problem):
+            return super().prepare_laplacian(problem, method)
+        from ._taylor import laplacian_kernel
+
+        return laplacian_kernel(problem, True)
+
+    def _native_taylor(self, problem: Problem) -> bool:
+        # real x with at least one entry, traced (the core handles the empty and complex cases)
+        from ._env import tf
+
+        floating = tf().as_dtype(problem.x_dtype).is_floating
+        return self._traces(problem) and size_of(problem.x_shape) > 0 and floating
 
     # -- sparsity --------------------------------------------------------------------------------
     def detect_sparsity(self, problem: Problem, order: int) -> Any:
