@@ -29,6 +29,13 @@ __all__ = ["AutoTensorFlow"]
 
 _MODES = ("auto", "forward", "reverse")
 
+#: the highest order computed by nested ForwardAccumulators in one graph (TensorFlow 2.21, measured): from
+#: order 4 on, tracing them fails inside TensorFlow for functions whose operations are function calls
+#: (NumPy-behavior `z**5` and `1/(2+z)`: an IndexError in `ConcreteFunction.outputs`), and where it works it
+#: takes seconds (each accumulator transposes the inner ones' backward functions: order 6 of sin traced
+#: in 27 s); the core's nested pushforwards are right there, if slow to trace too
+NATIVE_TAYLOR_ORDER = 3
+
 
 @dataclass(frozen=True)
 class AutoTensorFlow(Backend):
@@ -152,10 +159,10 @@ class AutoTensorFlow(Backend):
 
     # -- Taylor coefficients and Laplacians ------------------------------------------------------
     def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
-        # nested ForwardAccumulators in one traced graph (`diface.backends.tensorflow._taylor`); eagerly
-        # (jit=False, a one-off call) the core's nested pushforwards, which run on eager_push's tapes
-        # rather than the accumulator's per-operation traced JVPs
-        if not self._native_taylor(problem):
+        # nested ForwardAccumulators in one traced graph (`diface.backends.tensorflow._taylor`) up to
+        # NATIVE_TAYLOR_ORDER; eagerly (jit=False, a one-off call) and beyond it the core's nested
+        # pushforwards (eagerly on eager_push's tapes rather than the accumulator's per-operation traced JVPs)
+        if order > NATIVE_TAYLOR_ORDER or not self._native_taylor(problem):
             return super().prepare_taylor(problem, tangents, order)
         from ._taylor import taylor_kernel
 
