@@ -8,7 +8,12 @@ first-order forward mode this costs about 2ᵏ evaluations of f (there is no tru
 arithmetic in TensorFlow), so it is for the small orders Taylor coefficients are asked for; what it
 saves over the core's derivation is the per-level kernel calls: the whole series of every direction is
 one graph dispatch. Directions are batched by `tf.vectorized_map` (a loop, unrolled in the graph, for
-up to `LOOP_UP_TO` of them, as the pushforwards do)."""
+up to `LOOP_UP_TO` of them, as the pushforwards do).
+
+Only up to order `NATIVE_TAYLOR_ORDER` (3; the package's `__init__` says why): TensorFlow computes an
+accumulator's tangents by transposing backward functions, so tracing grows about threefold per level,
+and from four levels on it fails inside TensorFlow for operations that are function calls (NumPy
+behavior's `**` and `/`)."""
 
 from __future__ import annotations
 
