@@ -230,12 +230,12 @@ def test_laplacian_is_the_trace_of_the_hessian(engine: Engine) -> None:
 def test_directions_and_a_constant(engine: Engine) -> None:
     f = lambda z, c: c * z * z * z * z
     directions = (V, 2 * V, -V)
-    prep = di.prepare_taylor(f, engine.backend(), X0, directions, di.Constant(np.float64(2.0)), order=3)
+    prep = di.prepare_taylor(f, engine.backend(), X0, directions, di.Constant(np.float64(2.0)), order=2)
     for c in (3.0, 0.5):
         for _ in range(2):
             y, series = prep.taylor(X1, directions, di.Constant(np.float64(c)))
             _close(y, c * X1**4, 1e-12)
-            assert len(series) == 3
+            assert len(series) == 3 and all(len(c) == 2 for c in series)
             for v, coefficients in zip(directions, series, strict=True):
                 for j, d in enumerate(coefficients, 1):
                     _close(d, c * v**j * X1 ** (4 - j) * factorial(4) / factorial(4 - j), 1e-12)
