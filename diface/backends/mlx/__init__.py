@@ -25,11 +25,11 @@ import numpy as np
 from ..._arrays import ArrayOps, framework_ops
 from ..._backend import Backend
 from ..._boundary import register_boundary
-from ..._derive import SecondOrderPlan, choose_kernel
+from ..._derive import LaplacianMethod, SecondOrderPlan, choose_kernel
 from ..._engines import register_engine
 from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel, Result
-from ..._problem import Problem
+from ..._problem import Problem, size_of
 from ._compile import forward_or_reverse, make_kernel
 from ._lock import MLX_LOCK, on_mlx_thread
 from ._ops import MlxOps, mx_dtype
@@ -146,6 +146,22 @@ class AutoMLX(Backend):
             return run
 
         return self._kernel(problem, program, None)
+
+    # -- Taylor coefficients and Laplacians ------------------------------------------------------
+    # nested `mx.jvp`s in one program (`diface.backends.mlx._taylor`), compiled or not: the core's nested
+    # pushforward kernels would give zeros past the first coefficient (a kernel's results are evaluated,
+    # and `mx.eval` inside an `mx.jvp` trace makes them constants)
+    def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
+        from ._taylor import taylor_kernel
+
+        return taylor_kernel(problem, tangents, order, self.compile)
+
+    def prepare_laplacian(self, problem: Problem, method: LaplacianMethod) -> Kernel:
+        if method.method != "exact" or size_of(problem.x_shape) == 0:
+            return super().prepare_laplacian(problem, method)
+        from ._taylor import laplacian_kernel
+
+        return laplacian_kernel(problem, self.compile)
 
     def check_complex(self, where: str) -> None:
         raise NotSupportedError(

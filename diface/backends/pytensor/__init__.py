@@ -30,11 +30,11 @@ import numpy as np
 from ..._arrays import NUMPY, ArrayOps, register_array_ops
 from ..._backend import Backend
 from ..._boundary import register_boundary
-from ..._derive import SecondOrderPlan
+from ..._derive import LaplacianMethod, SecondOrderPlan
 from ..._engines import register_engine
 from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel
-from ..._problem import Problem
+from ..._problem import Problem, size_of
 from ._eager import Eager
 from ._graph import Trace
 from ._kernels import (
@@ -140,6 +140,21 @@ class AutoPyTensor(Backend):
         from ._sparsity import graph_sparsity
 
         return graph_sparsity(problem, order == 2)
+
+    # -- Taylor coefficients and Laplacians ------------------------------------------------------
+    # nested `Rop`s on f's graph, one compiled program (`diface.backends.pytensor._taylor`): the core's
+    # nested pushforward kernels would call compiled functions on symbolic tensors
+    def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
+        from ._taylor import taylor_kernel
+
+        return taylor_kernel(problem, tangents, order)
+
+    def prepare_laplacian(self, problem: Problem, method: LaplacianMethod) -> Kernel:
+        if method.method != "exact" or size_of(problem.x_shape) == 0:
+            return super().prepare_laplacian(problem, method)
+        from ._taylor import laplacian_kernel
+
+        return laplacian_kernel(problem)
 
     # -- second order --------------------------------------------------------------------------
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:

@@ -102,7 +102,7 @@ def graph_kernel(
     cv0 = problem.context_values
     split0 = split_contexts(cv0)
     plain0, full0 = programs(cv0, split0.key)
-    has_lower = name.split(":")[0] in ("hvp", "hessian", "second_derivative")
+    has_lower = name.split(":")[0] in ("hvp", "hessian", "second_derivative", "laplacian")
     static = any(k[0] != "a" for k in _leaves(split0.key))
     kept: dict = {split0.key: (plain0, full0)}
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..._arrays import ArrayOps, framework_ops
 from ..._backend import Backend
 from ..._boundary import register_boundary
-from ..._derive import SecondOrderPlan
+from ..._derive import LaplacianMethod, SecondOrderPlan
 from ..._derive.mode import sweep_mode
 from ..._engines import register_engine
 from ..._errors import ArgumentError
@@ -28,6 +28,13 @@ from ._transforms import bind, pull, push, sweep
 __all__ = ["AutoTensorFlow"]
 
 _MODES = ("auto", "forward", "reverse")
+
+#: the highest order computed by nested ForwardAccumulators in one graph (TensorFlow 2.21, measured): from
+#: order 4 on, tracing them fails inside TensorFlow for functions whose operations are function calls
+#: (NumPy-behavior `z**5` and `1/(2+z)`: an IndexError in `ConcreteFunction.outputs`), and where it works it
+#: takes seconds (each accumulator transposes the inner ones' backward functions: order 6 of sin traced
+#: in 27 s); the core's nested pushforwards are right there, if slow to trace too
+NATIVE_TAYLOR_ORDER = 3
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,31 @@ class AutoTensorFlow(Backend):
             return run
 
         return make_kernel(problem, program, None, self._traces(problem))
+
+    # -- Taylor coefficients and Laplacians ------------------------------------------------------
+    def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
+        # nested ForwardAccumulators in one traced graph (`diface.backends.tensorflow._taylor`) up to
+        # NATIVE_TAYLOR_ORDER; eagerly (jit=False, a one-off call) and beyond it the core's nested
+        # pushforwards (eagerly on eager_push's tapes rather than the accumulator's per-operation traced JVPs)
+        if order > NATIVE_TAYLOR_ORDER or not self._native_taylor(problem):
+            return super().prepare_taylor(problem, tangents, order)
+        from ._taylor import taylor_kernel
+
+        return taylor_kernel(problem, tangents, order, True)
+
+    def prepare_laplacian(self, problem: Problem, method: LaplacianMethod) -> Kernel:
+        if method.method != "exact" or not self._native_taylor(problem):
+            return super().prepare_laplacian(problem, method)
+        from ._taylor import laplacian_kernel
+
+        return laplacian_kernel(problem, True)
+
+    def _native_taylor(self, problem: Problem) -> bool:
+        # real x with at least one entry, traced (the core handles the empty and complex cases)
+        from ._env import tf
+
+        floating = tf().as_dtype(problem.x_dtype).is_floating
+        return self._traces(problem) and size_of(problem.x_shape) > 0 and floating
 
     # -- sparsity --------------------------------------------------------------------------------
     def detect_sparsity(self, problem: Problem, order: int) -> Any:
