@@ -47,8 +47,9 @@ from .._problem import Problem, check_output, dtype_of, shape_of, size_of
 from ._finitediff._batched import EvaluationCount, prepare_batched_jacobian, prepare_batched_pushforward
 from ._finitediff._evaluator import Evaluator, perturbations
 from ._finitediff._mappers import check_executor
+from ._finitediff._taylor import TaylorReport, prepare_fd_laplacian, prepare_fd_taylor, taylor_accuracy_exponent
 
-__all__ = ["AutoFiniteDiff", "EvaluationCount"]
+__all__ = ["AutoFiniteDiff", "EvaluationCount", "TaylorReport"]
 
 _METHODS = ("forward", "central", "backward", "complex")
 # order of the truncation error of each method (the error is h ** order)
@@ -285,6 +286,22 @@ class AutoFiniteDiff(Backend):
 
     def prepare_derivative(self, problem: Problem) -> Kernel:
         return self.prepare_jacobian(problem)
+
+    # -- Taylor coefficients and Laplacians: central differences with Richardson extrapolation -------
+    def taylor_accuracy_exponent(self, order: int) -> float:
+        """a such that Taylor coefficients of `order` (1 to 4) are accurate to about eps ** a, relative:
+        7/8, 3/4, 2/3, 1/2 (scaled by the accuracy of the values differenced, when nested); compare
+        `accuracy_exponent`, which holds for first derivatives and the Laplacian."""
+        return taylor_accuracy_exponent(order, self.input_accuracy)
+
+    def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
+        # orders above 4 raise NotSupportedError here, before any evaluation
+        return prepare_fd_taylor(self, problem, tangents, order)
+
+    def prepare_laplacian(self, problem: Problem, method: Any) -> Kernel:
+        if method.method != "exact":
+            return super().prepare_laplacian(problem, method)
+        return prepare_fd_laplacian(self, problem)
 
 
 _TINY = 1e-30  # floor of |t| in the step along t (keeps h finite for a zero tangent)
