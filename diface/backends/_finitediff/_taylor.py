@@ -62,8 +62,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from fractions import Fraction
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -71,6 +71,9 @@ from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
 from ._batched import BatchRunner, EvaluationCount
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 __all__ = ["MAX_ORDER", "TaylorReport", "prepare_fd_laplacian", "prepare_fd_taylor", "taylor_accuracy_exponent"]
 
@@ -81,11 +84,13 @@ _TINY = 1e-30  # floor of |v| in the step along v (keeps h finite for a zero dir
 
 # -- stencils ---------------------------------------------------------------------------------------
 # D_j(s) as weights on g(m s): the minimal central differences
-_BASE: dict[int, dict[int, Fraction]] = {
-    1: {1: Fraction(1, 2), -1: Fraction(-1, 2)},
-    2: {1: Fraction(1), 0: Fraction(-2), -1: Fraction(1)},
-    3: {2: Fraction(1, 2), 1: Fraction(-1), -1: Fraction(1), -2: Fraction(-1, 2)},
-    4: {2: Fraction(1), 1: Fraction(-4), 0: Fraction(6), -1: Fraction(-4), -2: Fraction(1)},
+# as (numerator, denominator); exact fractions are made at the first preparation (`fractions` is not
+# imported with diface: it costs as much as this module)
+_BASE: dict[int, dict[int, tuple[int, int]]] = {
+    1: {1: (1, 2), -1: (-1, 2)},
+    2: {1: (1, 1), 0: (-2, 1), -1: (1, 1)},
+    3: {2: (1, 2), 1: (-1, 1), -1: (1, 1), -2: (-1, 2)},
+    4: {2: (1, 1), 1: (-4, 1), 0: (6, 1), -1: (-4, 1), -2: (1, 1)},
 }
 # the points of each pair of orders, as positive multiples of its step (each also taken negative)
 _GRID_LOW = (1, 2, 4)  # orders 1 and 2
@@ -99,13 +104,15 @@ def _combine(*terms: tuple[Fraction, dict[int, Fraction]]) -> dict[int, Fraction
     out: dict[int, Fraction] = {}
     for c, weights in terms:
         for m, w in weights.items():
-            out[m] = out.get(m, Fraction(0)) + c * w
+            out[m] = out[m] + c * w if m in out else c * w
     return out
 
 
 def _levels(j: int) -> tuple[dict[int, Fraction], dict[int, Fraction]]:
     """(R₂, R₁(h)) of order j as weights on g(m h), times hʲ."""
-    d = [{m * r: w / Fraction(r) ** j for m, w in _BASE[j].items()} for r in (1, 2, 4)]
+    from fractions import Fraction  # at run time: not imported with diface
+
+    d = [{m * r: Fraction(*w) / Fraction(r) ** j for m, w in _BASE[j].items()} for r in (1, 2, 4)]
     r1 = [_combine((Fraction(4, 3), d[i]), (Fraction(-1, 3), d[i + 1])) for i in (0, 1)]
     return _combine((Fraction(16, 15), r1[0]), (Fraction(-1, 15), r1[1])), r1[0]
 
@@ -118,6 +125,7 @@ def _half_columns(order: int) -> list[tuple[bool, int]]:
     return cols
 
 
+@cache
 def _matrices(order: int) -> tuple[np.ndarray, np.ndarray]:
     """The stencils of `order`'s coefficients over the `_half_columns(order)` of one direction.
 
