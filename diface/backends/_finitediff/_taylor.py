@@ -20,15 +20,15 @@ the rounding error, which grows like eps / hʲ, against the error estimate below
     h = c · max(1, max |xᵢ| over vᵢ ≠ 0) / max |v|,   c = eps^(1/8) / 4 (orders 1, 2), eps^(1/10) / 4 (3, 4)
 
 (eps: machine epsilon of x's dtype; `step=` replaces c for both pairs). The rounding error of R₂ is at
-most about κⱼ eps |f| / hʲ (κⱼ = Σ|w|, the weights of its stencil: κⱼ / cʲ = 7, 90, 280 and 5900 for
-j = 1..4), the truncation error O(h⁶) well below it for smooth f: coefficients are accurate to
-about eps^(aⱼ) relative, aⱼ = 7/8, 3/4, 2/3, 1/2 for j = 1..4 (`AutoFiniteDiff.taylor_accuracy_exponent`,
-the float64 bound with its constant absorbed). Measured over the functions of
+most about κⱼ eps |f| / hʲ (κⱼ = Σ|w|, the weights of its stencil: κⱼ / cʲ = 7, 90, 280 and 5900 for j =
+1..4), the truncation error O(h⁶) well below it for smooth f: coefficients are accurate to about
+eps^(aⱼ) relative, aⱼ = 7/8, 3/4, 2/3, 1/2 for j = 1..4 (`AutoFiniteDiff.taylor_accuracy_exponent`, the
+float64 bound with its constant absorbed). Measured over the functions of
 benchmarks/fd_taylor_accuracy.py, relative to max(1, |dⱼ|): medians 1e-14, 4e-12, 1e-10 and 3e-8 in
-float64 (95th percentiles 1e-13, 8e-11, 3e-9, 2e-6), against 5e-12, 3e-7, 2e-2 and 1e3 for the nested
-pushforwards the core derives otherwise; in float32 medians 3e-7, 3e-6, 6e-5 and 4e-4 (95th percentile
-of order 4: 0.4). The error is relative to the largest element of v: elements of y moved by small
-elements of v alone get the same absolute error on a smaller coefficient.
+float64 (95th percentiles 1e-13, 8e-11, 3e-9, 2e-6), against 5e-12 and 1e-8 for the nested pushforwards
+the core derives otherwise (which it refuses beyond order 2); in float32 medians 3e-7, 3e-6, 6e-5 and
+4e-4 (95th percentile of order 4: 0.4). The error is relative to the largest element of v: elements of y
+moved by small elements of v alone get the same absolute error on a smaller coefficient.
 
 ## The error estimate
 
