@@ -24,6 +24,11 @@ themselves carry that backend's error eps^a instead of eps, and c becomes eps^(a
 backward) or eps^(a/3) (central): `SecondOrder(AutoFiniteDiff(), AutoFiniteDiff())` is accurate to
 about eps^(4/9) ~ 1e-7 in float64.
 
+Taylor coefficients (orders 1 to 4) and exact Laplacians use central differences with Richardson
+extrapolation, whatever the method, with steps of their own (about eps^(1/8) to eps^(1/10) for Taylor
+coefficients, eps^(1/6) for Laplacians): `_finitediff/_taylor.py` documents the stencils, the steps, the
+accuracy of each order and the error estimate of `prep.report`.
+
 The complex-step method evaluates f at complex points: f must be complex-analytic in x (no `abs`,
 `np.real`, comparisons on x). It is exact to rounding and cannot be nested inside itself. Where f returns
 a real value at a complex point, it is not analytic and the complex step raises `NotSupportedError`
@@ -47,8 +52,9 @@ from .._problem import Problem, check_output, dtype_of, shape_of, size_of
 from ._finitediff._batched import EvaluationCount, prepare_batched_jacobian, prepare_batched_pushforward
 from ._finitediff._evaluator import Evaluator, perturbations
 from ._finitediff._mappers import check_executor
+from ._finitediff._taylor import TaylorReport, prepare_fd_laplacian, prepare_fd_taylor, taylor_accuracy_exponent
 
-__all__ = ["AutoFiniteDiff", "EvaluationCount"]
+__all__ = ["AutoFiniteDiff", "EvaluationCount", "TaylorReport"]
 
 _METHODS = ("forward", "central", "backward", "complex")
 # order of the truncation error of each method (the error is h ** order)
@@ -80,6 +86,19 @@ class AutoFiniteDiff(Backend):
     A preparation reports what one call costs in `prep.evaluations` (an `EvaluationCount`: `points`
     and `f_calls`).
 
+    Taylor coefficients (`di.taylor`, orders 1 to 4; higher orders raise `NotSupportedError` at
+    preparation) come from central differences of g(t) = f(x + t v) at t = 0, ±h, ±2h, ±4h (±8h from
+    order 3 on), extrapolated twice by Richardson: 6 or 14 points per direction and x once. Coefficient
+    j is accurate to about eps ** a, a = 7/8, 3/4, 2/3, 1/2 (`taylor_accuracy_exponent`). The
+    preparation's `report` (a `TaylorReport`) holds an error estimate of each coefficient: `prep.report.error`
+    is, for the last call, a tuple per direction of a tuple of `order` NumPy arrays shaped like y (the
+    difference of the last two Richardson levels plus a rounding bound: conservative, typically 10 to
+    100 times the true error). The report belongs to the preparation: where threads share it, it holds
+    the estimate of whichever call finished last. The exact Laplacian (`di.laplacian`) is the direct
+    five-point stencil along each component of x (4n + 1 evaluations, error about eps^(2/3)), and
+    `value_gradient_and_laplacian` takes the gradient from the same points. Both use central
+    differences whatever `method` is. Details: `diface.backends._finitediff._taylor`.
+
     Example:
         >>> import numpy as np, diface as di
         >>> di.gradient(lambda x: np.sum(x**3), di.AutoFiniteDiff(), np.array([1.0, 2.0])).round(6)
@@ -94,6 +113,13 @@ class AutoFiniteDiff(Backend):
         >>> vec = di.AutoFiniteDiff(vectorized=True)   # f(X) with X of shape (k, 3): one call
         >>> di.prepare_gradient(lambda X: np.sum(X**3, axis=-1), vec, np.ones(3)).evaluations
         EvaluationCount(points=6, f_calls=1)
+        >>> prep = di.prepare_taylor(np.exp, di.AutoFiniteDiff(), np.zeros(2), order=3)
+        >>> y, (d1, d2, d3) = prep.taylor(np.zeros(2), np.array([1.0, 2.0]))
+        >>> d3.round(6)                                 # v³ exp(0)
+        array([1., 8.])
+        >>> error = prep.report.error                   # per direction, per order: shaped like y
+        >>> len(error), len(error[0]), error[0][2].shape, bool(np.all(np.abs(d3 - [1, 8]) <= error[0][2]))
+        (1, 3, (2,), True)
     """
 
     method: str = "central"
@@ -285,6 +311,22 @@ class AutoFiniteDiff(Backend):
 
     def prepare_derivative(self, problem: Problem) -> Kernel:
         return self.prepare_jacobian(problem)
+
+    # -- Taylor coefficients and Laplacians: central differences with Richardson extrapolation -------
+    def taylor_accuracy_exponent(self, order: int) -> float:
+        """a such that Taylor coefficients of `order` (1 to 4) are accurate to about eps ** a, relative:
+        7/8, 3/4, 2/3, 1/2 (scaled by the accuracy of the values differenced, when nested); compare
+        `accuracy_exponent`, which holds for first derivatives and the Laplacian."""
+        return taylor_accuracy_exponent(order, self.input_accuracy)
+
+    def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
+        # orders above 4 raise NotSupportedError here, before any evaluation
+        return prepare_fd_taylor(self, problem, tangents, order)
+
+    def prepare_laplacian(self, problem: Problem, method: Any) -> Kernel:
+        if method.method != "exact":
+            return super().prepare_laplacian(problem, method)
+        return prepare_fd_laplacian(self, problem)
 
 
 _TINY = 1e-30  # floor of |t| in the step along t (keeps h finite for a zero tangent)
