@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .._backend import Backend
-from .._derive.taylor import inexact_nesting
+from .._derive.taylor import inexact_nesting, nesting_failure
 from ._scenarios import TAYLOR_ORDER, Scenario
 
 __all__ = ["known_deviation", "known_unsupported", "register_deviation", "register_unsupported"]
@@ -46,6 +48,18 @@ def known_deviation(backend: Any, scenario: Scenario) -> str | None:
         if reason:
             return reason
     return None
+
+
+def _core_taylor_refusal(backend: Any, operator: str) -> str | None:
+    """Why the core's Taylor derivation (nested pushforwards) refuses `backend`, which has no Taylor mode
+    of its own: inexact derivatives nested too deep, or a pushforward that does not nest (its probe)."""
+    if operator == "laplacian" and type(backend).prepare_laplacian is not Backend.prepare_laplacian:
+        return None
+    if operator == "taylor" and inexact_nesting(backend, TAYLOR_ORDER):
+        return f"no Taylor mode of its own, and inexact derivatives nested {TAYLOR_ORDER} levels deep"
+    ops = backend.array_ops(np.zeros(2))
+    reason = nesting_failure(backend, ops, ops.asarray(np.zeros(2)))
+    return f"no Taylor mode of its own, and its pushforward does not nest: {reason}" if reason else None
 
 
 def _autograd_clip(scenario: Scenario) -> str | None:
@@ -83,9 +97,10 @@ def known_unsupported(backend: Any, scenario: Scenario, operator: str) -> str | 
         return known_unsupported(backend, scenario, "pushforward") or known_unsupported(backend, scenario, "pullback")
     if operator == "threads":
         return next(filter(None, (known_unsupported(backend, scenario, op) for op in scenario.operators())), None)
-    if operator == "taylor" and type(backend).prepare_taylor is Backend.prepare_taylor:
-        if inexact_nesting(backend, TAYLOR_ORDER):
-            return f"no Taylor mode of its own, and inexact derivatives nested {TAYLOR_ORDER} levels deep"
+    if operator in ("taylor", "laplacian") and type(backend).prepare_taylor is Backend.prepare_taylor:
+        reason = _core_taylor_refusal(backend, operator)
+        if reason:
+            return reason
     if type(backend).__name__ == "SecondOrder":
         if operator not in SECOND_ORDER:
             return known_unsupported(backend.inner, scenario, operator)
