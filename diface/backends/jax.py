@@ -42,7 +42,7 @@ from .._errors import ArgumentError
 from .._kernel import Kernel, Result
 from .._linearization import Linearizer
 from .._problem import Problem
-from ._jax._compile import linear_kernel, make_kernel
+from ._jax._compile import linear_kernel, make_kernel, one_program_kernel
 from ._jax._linearize import linearizer
 from ._jax._nest import JaxNest
 from ._jax._ops import JaxOps
@@ -216,14 +216,13 @@ class AutoJAX(Backend):
         if use_jet is None:  # f cannot be traced: nested pushforwards of its concrete values
             return super().prepare_taylor(problem, tangents, order)
 
-        def taylor(full: bool) -> Callable:
-            def run(x: Any, tangents: tuple, cv: tuple) -> Result:
-                fn = bind(f, cv)
-                return Result(fn(x) if full else None, result=batched_series(fn, x, tangents, order, use_jet))
+        def taylor(x: Any, tangents: tuple, cv: tuple) -> Result:
+            y, coefficients = batched_series(bind(f, cv), x, tangents, order, use_jet)
+            return Result(y, result=coefficients)
 
-            return run
-
-        return self._kernel(problem, taylor, tangents)
+        # one program: the value comes with the series (jet's primal, the nest's innermost value), so
+        # the plain variant is the full one's result alone, and the preparation compiles once
+        return one_program_kernel(problem, taylor, tangents, self._jits(problem))
 
     def prepare_laplacian(self, problem: Problem, method: LaplacianMethod) -> Kernel:
         """The exact Laplacian by one collapsed forward propagation through f's jaxpr (the value, the

@@ -82,7 +82,8 @@ def _jet_scaled() -> bool:
 
 
 def series(fn: Callable, order: int, use_jet: bool) -> Callable:
-    """`(x, v) -> (d₁, ..., d_order)` along `v` for `fn` of x alone (see the module docstring)."""
+    """`(x, v) -> (f(x), (d₁, ..., d_order))` along `v` for `fn` of x alone (see the module docstring);
+    the value comes with the series at no cost."""
     import jax
     import jax.numpy as jnp
 
@@ -94,14 +95,15 @@ def series(fn: Callable, order: int, use_jet: bool) -> Callable:
             def by_jet(x: Any, v: Any) -> tuple:
                 zero = jnp.zeros_like(v)
                 # x(t) = x + t·v: normalized coefficients (v, 0, ..., 0); out: cⱼ = dⱼ / j!
-                _, terms = jet.jet(fn, (x,), ((v,) + (zero,) * (order - 1),), factorial_scaled=False)
-                return tuple(t * math.factorial(j + 1) if j else t for j, t in enumerate(terms))
+                y, terms = jet.jet(fn, (x,), ((v,) + (zero,) * (order - 1),), factorial_scaled=False)
+                return y, tuple(t * math.factorial(j + 1) if j else t for j, t in enumerate(terms))
 
         else:  # pragma: no cover - JAX before factorial_scaled: derivatives in and out
 
             def by_jet(x: Any, v: Any) -> tuple:
                 zero = jnp.zeros_like(v)
-                return tuple(jet.jet(fn, (x,), ((v,) + (zero,) * (order - 1),))[1])
+                y, terms = jet.jet(fn, (x,), ((v,) + (zero,) * (order - 1),))
+                return y, tuple(terms)
 
         return by_jet
 
@@ -120,21 +122,24 @@ def series(fn: Callable, order: int, use_jet: bool) -> Callable:
             return g
 
         top, kept = level(order)(x)
-        return (*kept[1:], top)
+        return kept[0], (*kept[1:], top)
 
     return by_jvp
 
 
 def batched_series(fn: Callable, x: Any, tangents: tuple, order: int, use_jet: bool) -> tuple:
-    """A tuple per tangent of its `order` derivatives; several tangents propagate together (`vmap`)."""
+    """`(f(x), series)`: a tuple per tangent of its `order` derivatives; several tangents propagate
+    together (`vmap`)."""
     import jax
     import jax.numpy as jnp
 
     along = series(fn, order, use_jet)
     if len(tangents) == 1:
-        return (along(x, tangents[0]),)
-    stacked = jax.vmap(lambda v: along(x, v))(jnp.stack(tangents))
-    return tuple(tuple(d[i] for d in stacked) for i in range(len(tangents)))
+        y, ds = along(x, tangents[0])
+        return y, (ds,)
+    ys, stacked = jax.vmap(lambda v: along(x, v))(jnp.stack(tangents))
+    # the value does not depend on v: one row (mapped, it costs nothing more)
+    return ys[0], tuple(tuple(d[i] for d in stacked) for i in range(len(tangents)))
 
 
 # -- Laplacians -------------------------------------------------------------------------------------
