@@ -36,13 +36,13 @@ import numpy as np
 from .._arrays import ArrayOps, framework_ops
 from .._backend import Backend
 from .._boundary import register_boundary
-from .._derive import SecondOrderPlan, choose_kernel
+from .._derive import LaplacianMethod, SecondOrderPlan, choose_kernel
 from .._engines import register_engine
 from .._errors import ArgumentError
 from .._kernel import Kernel, Result
 from .._linearization import Linearizer
 from .._problem import Problem
-from ._jax._compile import linear_kernel, make_kernel
+from ._jax._compile import linear_kernel, make_kernel, one_program_kernel
 from ._jax._linearize import linearizer
 from ._jax._nest import JaxNest
 from ._jax._ops import JaxOps
@@ -203,6 +203,57 @@ class AutoJAX(Backend):
         from ._jax._sparse import sparse_hessian_kernel
 
         return sparse_hessian_kernel(problem, coloring, self._jits(problem))
+
+    # -- Taylor mode ------------------------------------------------------------------------------
+    def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
+        """`jax.experimental.jet` where it has a rule for every primitive of f's jaxpr that depends on
+        x, else `order` nested `jvp`s; a batch of directions under `vmap`; compiled whole (see
+        `diface.backends._jax._taylor`)."""
+        from ._jax._taylor import batched_series, jet_covers
+
+        f = problem.f
+        use_jet = jet_covers(bind(f, problem.context_values), problem.x)
+        if use_jet is None:  # f cannot be traced: nested pushforwards of its concrete values
+            return super().prepare_taylor(problem, tangents, order)
+
+        def taylor(x: Any, tangents: tuple, cv: tuple) -> Result:
+            y, coefficients = batched_series(bind(f, cv), x, tangents, order, use_jet)
+            return Result(y, result=coefficients)
+
+        # one program: the value comes with the series (jet's primal, the nest's innermost value), so
+        # the plain variant is the full one's result alone, and the preparation compiles once
+        return one_program_kernel(problem, taylor, tangents, self._jits(problem))
+
+    def prepare_laplacian(self, problem: Problem, method: LaplacianMethod) -> Kernel:
+        """The exact Laplacian by one collapsed forward propagation through f's jaxpr (the value, the
+        Jacobian and one summed second-order coefficient), compiled whole; by second derivatives along
+        the basis of x (nested `jvp`s under `vmap`, summed) where the jaxpr holds what the collapsed
+        propagation cannot walk. Hutchinson's estimate is the core's (`diface._derive.laplacian`)."""
+        import jax
+
+        from ._jax._taylor import collapsed_laplacian, swept_laplacian
+
+        if method.method != "exact" or 0 in problem.x_shape:
+            return super().prepare_laplacian(problem, method)
+        f, fn = problem.f, bind(problem.f, problem.context_values)
+        for laplacian in (collapsed_laplacian, swept_laplacian):
+            try:
+                jax.eval_shape(lambda x: laplacian(fn, x), problem.x)  # noqa: B023 - called at once
+                break
+            except Exception:  # an operation it cannot take: the next way, then the core's
+                continue
+        else:
+            return super().prepare_laplacian(problem, method)
+        compute = laplacian
+
+        def program(full: bool) -> Callable:
+            def run(x: Any, extra: Any, cv: tuple) -> Result:
+                y, jac, lap = compute(bind(f, cv), x)
+                return Result(y, jac, lap) if full else Result(result=lap)
+
+            return run
+
+        return self._kernel(problem, program, None)
 
     # -- second order (this backend outside, `inner` inside) -------------------------------------
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:

@@ -18,6 +18,7 @@ __all__ = [
     "is_traceable",
     "linear_kernel",
     "make_kernel",
+    "one_program_kernel",
     "direct_kernel",
     "result_dtype",
 ]
@@ -39,6 +40,22 @@ def make_kernel(problem: Problem, program: Callable[[bool], Callable], extra: An
 
     # a compiled program converts NumPy arguments itself, fast; with no static context values it may be
     # traced into a larger program
+    traceable = jit and all(is_traceable(v) for v in problem.context_values)
+    return Kernel(run, result_dtype=dtype, accepts_numpy=jit, traceable=traceable)
+
+
+def one_program_kernel(problem: Problem, full_run: Callable, extra: Any, jit: bool) -> Kernel:
+    """The kernel of `full_run(x, extra, cv) -> Result` alone, for operators whose full variant costs
+    nothing more than the plain one: compiled once (when `jit`, never for a single-use preparation), the
+    plain variant keeping its result."""
+    jit = jit and not problem.single_use
+    dtype = result_dtype(problem)
+    program = compiled(casting(full_run, dtype), problem, extra, jit)
+
+    def run(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
+        r = program(x, extra, cv)
+        return r if full else Result(result=r.result)
+
     traceable = jit and all(is_traceable(v) for v in problem.context_values)
     return Kernel(run, result_dtype=dtype, accepts_numpy=jit, traceable=traceable)
 
