@@ -13,7 +13,7 @@ defect: "wrong" (a number off the reference) or "crash" (any other exception).
     >>> from diface.testing import composition_cells
     >>> cells = composition_cells(["tape"])
     >>> len(cells), cells[0]
-    (165, Cell(engine='tape', composition='plain', operator='pushforward', arrays='numpy', data='flat'))
+    (195, Cell(engine='tape', composition='plain', operator='pushforward', arrays='numpy', data='flat'))
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def _autograd_forward_fft(backend: Any, scenario: Scenario, operator: str) -> st
     if (
         "fft" in scenario.needs
         and backend.mode == "forward"
-        and operator in ("pushforward", "derivative", "gradient", "jacobian")
+        and operator in ("pushforward", "derivative", "gradient", "jacobian", "taylor", "laplacian")
     ):
         return "autograd has no forward-mode (JVP) rule for np.fft.fft: mode='forward' refuses"
     return None

@@ -189,7 +189,7 @@ def test_differentiation(
         >>> from diface.testing import default_scenarios, test_differentiation
         >>> report = test_differentiation([di.AutoFiniteDiff()], default_scenarios()[:2])
         >>> report.ok, len(report.rows)
-        (True, 17)
+        (True, 20)
     """
     report = run_checks(
         backends,
