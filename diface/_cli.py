@@ -98,8 +98,9 @@ def compare(console: Console, specs: list[str] | None, which: str) -> int:
         console, f"diface compare: {len(scenarios)} scenarios, every variant, each call twice, and from 8 threads"
     )
     table.add_column("backend", no_wrap=True)
-    for op in operators:
-        table.add_column(op.replace("_", " "), justify="center")
+    for op in operators:  # an operator's name is never cut (two words may wrap)
+        name = op.replace("_", " ")
+        table.add_column(name, justify="center", min_width=max(len(word) for word in name.split()))
     for backend in dict.fromkeys(b for b, _ in counts):
         cells = []
         for op in operators:

@@ -62,7 +62,7 @@ class Console:
         if _has_rich():
             from rich.console import Console as RichConsole
 
-            self.rich = RichConsole() if sys.stdout.isatty() else RichConsole(width=150)  # wide tables in logs
+            self.rich = RichConsole() if sys.stdout.isatty() else RichConsole(width=200)  # wide tables in logs
 
     def print(self, what: Any = "", **options: Any) -> None:
         if self.rich is not None:

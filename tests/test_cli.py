@@ -51,7 +51,7 @@ def test_compare_reports_agreement():
     result = run("compare", "--backends", "finitediff", "finitediff:complex", "--scenarios", "default")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all" in result.stdout and "checks agree" in result.stdout
-    assert "pullback" in result.stdout and "hessian" in result.stdout and "taylor" in result.stdout
+    assert "pushforward" in result.stdout and "hessian" in result.stdout and "laplacian" in result.stdout
 
 
 def test_compare_exits_1_on_disagreement(tmp_path):
