@@ -19,6 +19,7 @@ from .._errors import ArgumentError, PreparationMismatchError
 from .._optable import OPERATORS
 from .._prep_classes import LaplacianPrep, TaylorPrep
 from .._prepare import call, prepare
+from .second_order import _tangent_like_x
 
 __all__ = [
     "laplacian",
@@ -107,14 +108,13 @@ def prepare_taylor(
         array([-1., -8.])
     """
     order = _check_order(order, "prepare_taylor")
-    if isinstance(tx, Context):
-        tx, contexts = x, (tx, *contexts)
+    tx, contexts = _tangent_like_x(x, tx, contexts)
     return prepare(
         TaylorPrep,
         f,
         backend,
         x,
-        x if tx is None else tx,
+        tx,
         contexts,
         None,
         strict=strict,
