@@ -15,6 +15,7 @@ __all__ = [
     "cast",
     "casting",
     "compiled",
+    "constants_kernel",
     "is_traceable",
     "linear_kernel",
     "make_kernel",
@@ -42,6 +43,33 @@ def make_kernel(problem: Problem, program: Callable[[bool], Callable], extra: An
     # traced into a larger program
     traceable = jit and all(is_traceable(v) for v in problem.context_values)
     return Kernel(run, result_dtype=dtype, accepts_numpy=jit, traceable=traceable)
+
+
+def constants_kernel(problem: Problem, full_run: Callable, constants: Any, jit: bool) -> Kernel:
+    """`one_program_kernel` for a `full_run(x, extra, cv, constants) -> Result` that reads large index
+    arrays fixed at preparation (`constants`, a pytree of NumPy arrays). They go to x's device once and
+    into the compiled program as arguments: baked in as constants, XLA spends seconds on them at a
+    million nonzeros and the gathers run no faster. (Seeds, by contrast, are better left as constants:
+    XLA folds the linear part of f's tangent along them, and calls run twice as fast.)"""
+    import jax
+
+    on_device = jax.tree_util.tree_map(lambda a: problem.ops.asarray(a, like=problem.x), constants)
+
+    def split(x: Any, extra: Any, cv: tuple) -> Result:
+        return full_run(x, extra[0], cv, extra[1])
+
+    inner = one_program_kernel(problem, split, (None, on_device), jit)
+
+    def run(x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
+        return inner.run(x, (extra, on_device), cv, y, full)
+
+    direct = None
+    if inner.traceable:  # compiled, with no static context values: the plain call, nothing around it
+
+        def direct(x: Any, cv: tuple) -> Any:
+            return inner.run(x, (None, on_device), cv, None, False).result
+
+    return inner.replace(run=run, direct=direct)
 
 
 def one_program_kernel(problem: Problem, full_run: Callable, extra: Any, jit: bool) -> Kernel:

@@ -1,17 +1,18 @@
 """Sparse Jacobians and Hessians (`AutoSparse(AutoJAX())`) as one compiled program each.
 
 The compressed products and the decompression are traced together into one XLA program per
-preparation: forward products `J S` are a `vmap` of `jvp`s over the seed columns (one per color),
-reverse products `Sᵀ J` a `vmap` of the `vjp` of one forward pass, Hessian products `H S` a `vmap` of
-the linearized gradient (forward over reverse); the nonzeros are then gathered out of the products
-with index arrays fixed at preparation, which XLA keeps on the device as constants. The plain call
-of a preparation given nothing but x runs the program and wraps its output in a `BCOO` whose indices
-were put on the device once.
+preparation, which serves the plain and the full variant: forward products `J S` are a `vmap` of
+`jvp`s over the seed columns (one per color), reverse products `Sᵀ J` a `vmap` of the `vjp` of one
+forward pass, Hessian products `H S` a `vmap` of the linearized gradient (forward over reverse); the
+nonzeros are then gathered out of the products with index arrays fixed at preparation. The index
+arrays go to the device once and into the program as arguments (`_compile.constants_kernel`): as
+constants, XLA compiled them slowly. The seeds stay constants, so that XLA folds the linear part of
+f's tangent along them. The plain call of a preparation given nothing but x runs the program and
+wraps its output in a `BCOO` whose indices were put on the device once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
 from ..._sparse._plans import decompress
-from ._compile import make_kernel
+from ._compile import constants_kernel
 from ._transforms import bind
 
 __all__ = ["sparse_hessian_kernel", "sparse_jacobian_kernel"]
@@ -30,8 +31,24 @@ def _seeds(seed: np.ndarray, shape: tuple, dtype: Any) -> np.ndarray:
     return np.ascontiguousarray(seed.T).reshape((seed.shape[1], *shape)).astype(dtype)
 
 
-def _plan(coloring: Any) -> Any:
-    return coloring.plan().batch_first()
+def _plan(coloring: Any) -> tuple[Any, tuple]:
+    """The batch-first decompression plan, and its index arrays (in the order `_with_indices` reads
+    them), to pass to the compiled program as arguments."""
+    plan = coloring.plan().batch_first()
+    arrays: list = []
+
+    def keep(a: np.ndarray) -> np.ndarray:
+        arrays.append(a)
+        return a
+
+    plan.map(keep)
+    return plan, tuple(arrays)
+
+
+def _with_indices(plan: Any, arrays: tuple) -> Any:
+    """`plan` reading `arrays` (traced) in place of its own index arrays."""
+    it = iter(arrays)
+    return plan.map(lambda _: next(it))
 
 
 def sparse_jacobian_kernel(problem: Problem, coloring: Any, jit: bool) -> Kernel:
@@ -43,26 +60,24 @@ def sparse_jacobian_kernel(problem: Problem, coloring: Any, jit: bool) -> Kernel
     y_shape, y_dtype = problem.y_spec
     forward = _seeds(coloring.forward_seed(), problem.x_shape, problem.x_dtype) if n_fwd else None
     reverse = _seeds(coloring.reverse_seed(), y_shape, y_dtype) if n_rev else None
-    plan = _plan(coloring)
+    plan, indices = _plan(coloring)
     dtype = problem.ops.result_type(problem.x_dtype, y_dtype)
 
-    def program(full: bool) -> Callable:
-        def run(x: Any, extra: Any, cv: tuple) -> Result:
-            fn = bind(f, cv)
-            B = C = None
-            if n_rev:
-                y, vjp = jax.vjp(fn, x)
-                C = jax.vmap(lambda s: vjp(s)[0])(jnp.asarray(reverse)).reshape(n_rev, -1)
-            if n_fwd:
-                y, B = jax.vmap(lambda s: jax.jvp(fn, (x,), (s,)), out_axes=(None, 0))(jnp.asarray(forward))
-                B = B.reshape(n_fwd, -1)
-            if not (n_fwd or n_rev):
-                return Result(fn(x) if full else None, result=jnp.zeros((0,), dtype))
-            return Result(y if full else None, result=decompress(plan, B, C, concat=jnp.concatenate))
+    def run(x: Any, extra: Any, cv: tuple, indices: tuple) -> Result:
+        fn = bind(f, cv)
+        B = C = None
+        if n_rev:
+            y, vjp = jax.vjp(fn, x)
+            C = jax.vmap(lambda s: vjp(s)[0])(jnp.asarray(reverse)).reshape(n_rev, -1)
+        if n_fwd:
+            y, B = jax.vmap(lambda s: jax.jvp(fn, (x,), (s,)), out_axes=(None, 0))(jnp.asarray(forward))
+            B = B.reshape(n_fwd, -1)
+        if not (n_fwd or n_rev):
+            return Result(fn(x), result=jnp.zeros((0,), dtype))
+        return Result(y, result=decompress(_with_indices(plan, indices), B, C, concat=jnp.concatenate))
 
-        return run
-
-    return make_kernel(problem, program, None, jit)
+    # one program: the products compute f(x) anyway, so the full variant costs nothing more
+    return constants_kernel(problem, run, indices, jit)
 
 
 def sparse_hessian_kernel(problem: Problem, coloring: Any, jit: bool) -> Kernel:
@@ -73,23 +88,17 @@ def sparse_hessian_kernel(problem: Problem, coloring: Any, jit: bool) -> Kernel:
 
     f, count = problem.f, coloring.forward
     seeds = _seeds(coloring.forward_seed(), problem.x_shape, problem.x_dtype) if count else None
-    plan = _plan(coloring)
+    plan, indices = _plan(coloring)
     dtype = problem.ops.result_type(problem.x_dtype, problem.y_spec[1])
 
-    def program(full: bool) -> Callable:
-        def run(x: Any, extra: Any, cv: tuple) -> Result:
-            fn = bind(f, cv)
-            if not count:
-                data = jnp.zeros((0,), dtype)
-                if not full:
-                    return Result(result=data)
-                value, gradient = jax.value_and_grad(fn)(x)
-                return Result(value, gradient, data)
-            gradient, hvp = jax.linearize(jax.grad(fn), x)
-            products = jax.vmap(hvp)(jnp.asarray(seeds)).reshape(count, -1)
-            data = decompress(plan, products, concat=jnp.concatenate)
-            return Result(fn(x), gradient, data) if full else Result(result=data)
+    def run(x: Any, extra: Any, cv: tuple, indices: tuple) -> Result:
+        fn = bind(f, cv)
+        if not count:
+            value, gradient = jax.value_and_grad(fn)(x)
+            return Result(value, gradient, jnp.zeros((0,), dtype))
+        gradient, hvp = jax.linearize(jax.grad(fn), x)
+        products = jax.vmap(hvp)(jnp.asarray(seeds)).reshape(count, -1)
+        return Result(fn(x), gradient, decompress(_with_indices(plan, indices), products, concat=jnp.concatenate))
 
-        return run
-
-    return make_kernel(problem, program, None, jit)
+    # one program (compiling two took twice as long); the plain call pays one more forward pass
+    return constants_kernel(problem, run, indices, jit)
