@@ -11,10 +11,10 @@ Cases (all f written once, for NumPy and `jax.numpy`):
 Tools, each run in a fresh process so that its peak resident memory (`ru_maxrss`, the memory the
 operating system saw: XLA's buffers included, which tracemalloc misses) is its own:
 
-- `tape`, `jax`: `AutoSparse(AutoTape())` and `AutoSparse(AutoJAX())` (MixedMode of the same engine for
-  the arrowhead): the whole `prepare_jacobian`, of which detection (`TracerSparsityDetector`) and
-  coloring (`GreedyColoring`, every coloring it tries) are timed apart, and one prepared call (best of
-  5 after a first);
+- `tape`, `jax`, `torch`: `AutoSparse` of `AutoTape()`, `AutoJAX()` or `AutoTorch()` (`MixedMode` of
+  the same engine for the arrowhead): the whole `prepare_jacobian`, of which detection
+  (`TracerSparsityDetector`) and coloring (`GreedyColoring`, every coloring it tries) are timed apart,
+  and one prepared call (best of 5 after a first);
 - `asdex`: `jacobian_coloring` (its detection and coloring), `jax.jit(jacobian_from_coloring(...))`
   compiled by its first call, then the best of 5 calls (the `bench` extra; skipped without it);
 - `scipy`: `approx_derivative(f, x, sparsity=pattern)` (finite differences: its own column grouping,
@@ -40,7 +40,7 @@ import time
 from typing import Any
 
 CASES = ("stencil", "laplace", "brusselator", "arrowhead")
-TOOLS = ("tape", "jax", "asdex", "scipy")
+TOOLS = ("tape", "jax", "torch", "asdex", "scipy")
 
 
 def problem(case: str, xp: Any, scale: float) -> tuple[Any, int]:
@@ -84,6 +84,10 @@ def run_diface(case: str, engine: str, scale: float) -> dict:
         jax.config.update("jax_enable_x64", True)
         xp, dense, asarray = jnp, di.AutoJAX(), jnp.asarray
         block = lambda J: J.data.block_until_ready()
+    elif engine == "torch":
+        import torch
+
+        xp, dense, asarray, block = torch, di.AutoTorch(), torch.as_tensor, lambda J: None
     else:
         xp, dense, asarray, block = np, di.AutoTape(), np.asarray, lambda J: None
     f, n = problem(case, xp, scale)
@@ -168,7 +172,7 @@ def run_scipy(case: str, scale: float) -> dict:
 
 
 def child(case: str, tool: str, scale: float) -> dict:
-    if tool in ("tape", "jax"):
+    if tool in ("tape", "jax", "torch"):
         return run_diface(case, tool, scale)
     if tool == "asdex":
         return run_asdex(case, scale)
@@ -178,7 +182,7 @@ def child(case: str, tool: str, scale: float) -> dict:
 def available(tool: str) -> bool:
     import importlib.util
 
-    need = {"tape": "scipy", "jax": "jax", "asdex": "asdex", "scipy": "scipy"}[tool]
+    need = {"tape": "scipy", "jax": "jax", "torch": "torch", "asdex": "asdex", "scipy": "scipy"}[tool]
     return importlib.util.find_spec(need) is not None
 
 
