@@ -50,6 +50,7 @@ class Spread:
             y_spec=problem.y_spec,
             space=space,
             step=step,
+            single_use=problem.single_use,
         )
         if is_process_pool(self.executor) or is_dask_client(self.executor):
             where = f"AutoDistributed(executor=<{'Dask client' if is_dask_client(self.executor) else 'process pool'}>)"

@@ -58,7 +58,9 @@ class Job:
         y_spec: f's output (shape, dtype), so that the worker need not evaluate f to learn it.
         space: (shape, NumPy dtype) of the basis vectors a `Chunk` of the basis stands for.
         step: tangents per kernel call within a chunk of the basis (the serial sweep's chunk size,
-            so that every kernel call has the shape the serial one has); None: the whole chunk.
+            so that no kernel call is larger than the serial one's); None: the whole chunk.
+        single_use: the driver's preparation serves one call (unprepared operators): the workers'
+            kernels may skip what pays off over many calls only (jit compilation).
     """
 
     token: str
@@ -69,6 +71,7 @@ class Job:
     y_spec: tuple
     space: tuple
     step: int | None = None
+    single_use: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ class Work:
 
     def _prepare(self, ops: Any, x: Any, contexts: tuple[Context, ...], tangents: tuple) -> Kernel:
         job = self.job
-        problem = Problem(job.f, x, contexts, None, ops, y_spec=job.y_spec)
+        problem = Problem(job.f, x, contexts, None, ops, single_use=job.single_use, y_spec=job.y_spec)
         prepare = getattr(job.backend, f"prepare_{job.operator}")
         return prepare(problem, tangents)
 
