@@ -91,9 +91,10 @@ def main() -> None:
     args = parser.parse_args()
     import distributed
 
-    cluster = distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=logging.ERROR)
+    quiet = {"n_workers": 4, "threads_per_worker": 1, "dashboard_address": ":0", "silence_logs": logging.ERROR}
+    cluster = distributed.LocalCluster(processes=False, **quiet)
     client = distributed.Client(cluster)
-    process_cluster = distributed.LocalCluster(n_workers=4, threads_per_worker=1, dashboard_address=":0", silence_logs=logging.ERROR)
+    process_cluster = distributed.LocalCluster(processes=True, **quiet)
     process_client = distributed.Client(process_cluster)
     threads = concurrent.futures.ThreadPoolExecutor(8)
     print(f"n = {N}, {COST * 1000:.0f} ms per JVP; wall-clock seconds, best of {args.repeat}")
