@@ -91,6 +91,8 @@ def main() -> None:
     args = parser.parse_args()
     import distributed
 
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+
     quiet = {"n_workers": 4, "threads_per_worker": 1, "dashboard_address": ":0", "silence_logs": logging.ERROR}
     cluster = distributed.LocalCluster(processes=False, **quiet)
     client = distributed.Client(cluster)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import threading
 import time
 
 import numpy as np
@@ -52,11 +53,11 @@ def _prepared_twice(prep_fn, call, x2):
     return [call(prep_fn, x2), call(prep_fn, x2)]
 
 
-# The tape compiles its replayed sweeps per batch size, and a product may differ in the last bit between
-# batches of different sizes (and its own Jacobian program seeds fixed identity rows). So on the tape the
-# reference is the dense backend's serial calls on the same chunks (the same kernels, the same shapes):
-# equal bit for bit; the one-batch serial call agrees to rounding. JAX's products do not depend on the
-# batch: there the reference is the one serial call.
+# The tape keeps tangents symbolic in batches of 4 or more (written out below), so a product may differ in
+# the last bit between batches of different sizes (and its own Jacobian program seeds fixed identity rows).
+# So on the tape the reference is the dense backend's serial calls on the same chunks (the same kernels,
+# the same shapes): equal bit for bit; the one-batch serial call agrees to rounding. JAX's and torch's Jacobians, Hessians and
+# first-order products do not depend on the batch: there the reference is the one serial call.
 
 
 def _chunked(op, fn, dense, x0, x, tangents, bounds):
@@ -159,12 +160,17 @@ def test_jax():
 def test_torch(threads):
     torch = pytest.importorskip("torch")
     ft = lambda x: torch.sin(x) * x.flip(0) + torch.sum(x**2)
-    x = torch.tensor(X)
+    gt = lambda x: torch.sum(torch.sin(x) * x.flip(0) ** 2)
+    x, ts = torch.tensor(X), tuple(torch.tensor(np.stack(TANGENTS)))
     dense = di.AutoTorch(mode="forward")
-    prep = di.prepare_jacobian(ft, di.AutoDistributed(dense, threads), x)
-    serial = di.prepare_jacobian(ft, dense, x)
-    got = prep.jacobian(x + 0.3)
-    assert isinstance(got, torch.Tensor) and torch.equal(got, serial.jacobian(x + 0.3))
+    b = di.AutoDistributed(dense, threads)
+    got = di.prepare_jacobian(ft, b, x).jacobian(x + 0.3)
+    assert isinstance(got, torch.Tensor) and torch.equal(got, di.prepare_jacobian(ft, dense, x).jacobian(x + 0.3))
+    assert torch.equal(di.prepare_hessian(gt, b, x).hessian(x + 0.3), di.prepare_hessian(gt, dense, x).hessian(x + 0.3))
+    for op, fn in (("pullback", ft), ("hvp", gt)):
+        prep, serial = getattr(di, f"prepare_{op}")(fn, b, x, ts), getattr(di, f"prepare_{op}")(fn, dense, x, ts)
+        got, want = getattr(prep, op)(x + 0.3, ts), getattr(serial, op)(x + 0.3, ts)
+        assert all(torch.equal(a, w) for a, w in zip(got, want, strict=True))
 
 
 def test_failure_names_the_chunk_and_carries_the_traceback(threads):
@@ -210,6 +216,9 @@ def test_dask_local_cluster():
         prep = di.prepare_jacobian(fails_far_right, b, X)
         with pytest.raises(di.EvaluationError, match="chunk 1 of 2"):
             prep.jacobian(X + 10)
+        lock = threading.Lock()
+        with pytest.raises(di.ArgumentError, match="picklable"):
+            di.jacobian(lambda x: np.sin(x) if lock else x, b, X)
 
 
 def test_bad_arguments():
