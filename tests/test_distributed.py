@@ -53,11 +53,12 @@ def _prepared_twice(prep_fn, call, x2):
     return [call(prep_fn, x2), call(prep_fn, x2)]
 
 
-# The tape keeps tangents symbolic in batches of 4 or more (written out below), so a product may differ in
-# the last bit between batches of different sizes (and its own Jacobian program seeds fixed identity rows).
-# So on the tape the reference is the dense backend's serial calls on the same chunks (the same kernels,
-# the same shapes): equal bit for bit; the one-batch serial call agrees to rounding. JAX's and torch's Jacobians, Hessians and
-# first-order products do not depend on the batch: there the reference is the one serial call.
+# The tape keeps tangents symbolic in batches of 4 or more (written out below), so a product may differ
+# in the last bit between batches of different sizes (and its own Jacobian program seeds fixed identity
+# rows). So on the tape the reference is the dense backend's serial calls on the same chunks (the same
+# kernels, the same shapes): equal bit for bit; the one-batch serial call agrees to rounding. JAX's and
+# torch's Jacobians, Hessians and first-order products do not depend on the batch: there the reference is
+# the one serial call.
 
 
 def _chunked(op, fn, dense, x0, x, tangents, bounds):
