@@ -241,3 +241,21 @@ def test_other_operators_are_the_dense_backends(threads):
     b = di.AutoDistributed(di.AutoTape(), threads)
     assert np.array_equal(di.gradient(g, b, X), di.gradient(g, di.AutoTape(), X))
     assert b.native_modes == di.AutoTape.native_modes and b.label().startswith("AutoDistributed(AutoTape()")
+
+
+def test_composition_matrix_on_the_tape(threads, monkeypatch):
+    """Every operator, trees with a Constant context, has_aux and complex data, through AutoDistributed and
+    AutoSparse(AutoDistributed) (the matrix of diface.testing with these compositions in place of its own)."""
+    from diface.testing import _compositions
+
+    compositions = {
+        "AutoDistributed": lambda e: di.AutoDistributed(e, threads),
+        "AutoSparse(AutoDistributed)": lambda e: di.AutoSparse(di.AutoDistributed(e, threads)),
+    }
+    monkeypatch.setattr(_compositions, "COMPOSITIONS", compositions)
+    outcomes = [_compositions.check_cell(cell) for cell in _compositions.composition_cells(["tape"])]
+    assert len(outcomes) == 78
+    defects = [(o.cell.label(), o.detail[:200]) for o in outcomes if o.status not in ("pass", "refused")]
+    assert defects == []
+    refused = [o.cell for o in outcomes if o.status == "refused"]
+    assert all(c.operator == "hessian" and c.data == "complex" for c in refused)  # the documented refusal
