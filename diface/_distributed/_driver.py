@@ -75,10 +75,11 @@ class Spread:
         return [(lo, min(lo + size, count)) for lo in range(0, count, size)]
 
     def run(
-        self, x: Any, cv: tuple, count: int, tangents: np.ndarray | None, full: bool, out: np.ndarray | None = None
+        self, x: Any, cv: tuple, count: int, tangents: np.ndarray | None, full: bool
     ) -> Iterator[tuple[int, int, Block]]:
-        """`(lo, hi, block)` for each chunk, in order, as the tasks finish; an `EvaluationError` naming the
-        chunk whose task failed, with the worker's traceback."""
+        """`(lo, hi, block)` for each chunk of `count` tangents (`tangents` stacked, or None: the basis of
+        the job's space), in order, as the tasks finish; only the first chunk's is `full`. An
+        `EvaluationError` names the chunk whose task failed, with the worker's traceback."""
         work = self._work(x, cv)
         bounds = self.bounds(count)
         chunks = [
