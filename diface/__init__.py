@@ -75,6 +75,7 @@ from ._tree_info import ravel
 from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoMLX, AutoPyTensor, AutoTape, AutoTensorFlow, AutoTorch
 
 if TYPE_CHECKING:  # loaded lazily below; imported here for type checkers and the API reference
+    from ._distributed import AutoDistributed
     from ._jacobian_operator import jacobian_operator
     from ._sparse._autosparse import AutoSparse
     from ._sparse._coloring import GreedyColoring
@@ -85,6 +86,7 @@ __version__ = "0.1.0"
 
 # the sparse machinery (colorings, detectors) loads when first asked for: `import diface` stays quick
 _LAZY = {
+    "AutoDistributed": "._distributed",
     "AutoSparse": "._sparse._autosparse",
     "GreedyColoring": "._sparse._coloring",
     "DenseSparsityDetector": "._sparse._detectors",
@@ -115,6 +117,7 @@ __all__ = [
     "realify",
     # backends
     "AutoAutograd",
+    "AutoDistributed",
     "AutoFiniteDiff",
     "AutoJAX",
     "AutoMLX",

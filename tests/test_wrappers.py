@@ -10,7 +10,7 @@ import diface as di
 from diface._backend import Backend
 from diface._wrapper import Wrapper, contract_hooks, forwarded
 
-WRAPPERS = (di.SecondOrder, di.AutoSparse, di.MixedMode)
+WRAPPERS = (di.SecondOrder, di.AutoSparse, di.MixedMode, di.AutoDistributed)
 
 
 @pytest.mark.parametrize("wrapper", WRAPPERS, ids=lambda w: w.__name__)
