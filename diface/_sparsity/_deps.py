@@ -6,8 +6,13 @@ of numbers: for a value of p elements and an input x of n elements,
 - `first` (p x n, boolean, sparse): element e depends on input i (first-order: the Jacobian pattern of
   the value);
 - `second` (p x n*n, boolean, sparse; only when detecting Hessians): the pairs (i, j) of inputs that
-  interact nonlinearly in element e (stored as column i * n + j, both orders): the Hessian pattern
-  of the value.
+  interact nonlinearly in element e, each stored once as column i * n + j with i <= j (the pattern is
+  symmetric; `hessian_pattern` mirrors it once, at the end): the Hessian pattern of the value.
+
+Every row of both is kept canonical (sorted, without duplicates), and nothing here takes a workspace as
+wide as the n² columns of `second` (SciPy's products and its additions of non-canonical matrices do):
+memory and time stay linear in the entries an operation reads and writes, with one sort where pairs of
+several rows are pooled.
 
 Every operation of a program is one of a few kinds, each a few sparse-matrix operations:
 
@@ -53,18 +58,6 @@ def _sparse() -> Any:
     import scipy.sparse
 
     return scipy.sparse
-
-
-def _rows(matrix: Any, index: np.ndarray) -> Any:
-    """Rows `index` of a CSR matrix; -1 gives an empty row."""
-    sp = _sparse()
-    index = np.asarray(index, dtype=np.int64).ravel()
-    missing = index < 0
-    if not missing.any():
-        return matrix[index]
-    safe = np.where(missing, 0, index)
-    keep = sp.diags_array((~missing).astype(np.int8), format="csr", dtype=np.int8)
-    return (keep @ matrix[safe]).astype(bool)
 
 
 @dataclass
@@ -117,8 +110,8 @@ class Deps:
         """Each element of the result (shape `index.shape`) is element `index[...]` of this value (flat
         index), or a constant where `index` is -1."""
         index = np.asarray(index)
-        second = None if self.second is None else _rows(self.second, index)
-        return self._like(index.shape, _rows(self.first, index), second)
+        second = None if self.second is None else _take_rows(self.second, index)
+        return self._like(index.shape, _take_rows(self.first, index), second)
 
     def broadcast_to(self, shape: tuple) -> Deps:
         """This value broadcast to `shape` (NumPy rules)."""
@@ -137,19 +130,17 @@ class Deps:
             first = first + d.first
         result = Deps(tuple(shape), n, first.astype(bool))
         if second:
-            pairs = parts[0].second
-            for d in parts[1:]:
-                pairs = pairs + d.second
+            terms = [d.second for d in parts]
             if kind is Nonlinearity.NONLINEAR:
-                pairs = pairs + _outer(first, first, n)
+                terms.append(_pairs_within(result.first, n))
             elif kind is Nonlinearity.BILINEAR:
                 for i, a in enumerate(parts):
                     for b in parts[i + 1 :]:
-                        pairs = pairs + _outer(a.first, b.first, n) + _outer(b.first, a.first, n)
+                        terms.append(_pairs_across(a.first, b.first, n))
             elif kind is Nonlinearity.QUOTIENT:
                 a, b = parts[0], parts[1]
-                pairs = pairs + _outer(b.first, b.first, n) + _outer(a.first, b.first, n) + _outer(b.first, a.first, n)
-            result.second = pairs.astype(bool).tocsr()
+                terms += [_pairs_within(b.first, n), _pairs_across(a.first, b.first, n)]
+            result.second = _union(terms)
         return result
 
     def reduce(self, groups: np.ndarray, shape: tuple, kind: Nonlinearity = Nonlinearity.LINEAR) -> Deps:
@@ -169,14 +160,14 @@ class Deps:
         """Element e of the result depends on the elements of this value in row e of the sparse 0/1
         matrix `members` (q x p): any linear map with that structure (or, for `kind` other than
         LINEAR, a product of the members)."""
-        # counts in int32: a sum of many ones in int8 can wrap around to 0 and lose a dependency
-        members = members.astype(np.int32).tocsr()
-        first = (members @ self.first.astype(np.int32)).astype(bool)
+        members = members.tocsr()
+        members.sum_duplicates()
+        first = _union_of_rows(members, self.first)
         second = None
         if self.second is not None:
             second = _union_of_rows(members, self.second)
             if kind is not Nonlinearity.LINEAR:
-                second = second + _outer(first, first, self.n)
+                second = _union([second, _pairs_within(first, self.n)])
         return self._like(shape, first, second)
 
     def union(self, other: Deps) -> Deps:
@@ -189,53 +180,167 @@ class Deps:
         return self.first.astype(bool).tocsr()
 
     def hessian_pattern(self) -> Any:
-        """The (n x n) CSR pattern of the Hessian of the sum of the value's elements."""
+        """The (n x n) CSR pattern of the Hessian of the sum of the value's elements: the pairs of every
+        element, pooled and mirrored (symmetric), built once."""
         sp = _sparse()
         if self.second is None:
             raise ValueError("second-order dependencies were not tracked")
-        pairs = np.unique(self.second.tocoo().col)
-        rows, cols = np.divmod(pairs, self.n)
-        return sp.csr_array((np.ones(pairs.size, dtype=bool), (rows, cols)), shape=(self.n, self.n))
+        keys = self.second.indices.astype(np.int64, copy=False)
+        if self.second.shape[0] > 1:
+            keys = _unique(keys)
+        i, j = np.divmod(keys, self.n)
+        off = i != j
+        rows, cols = np.concatenate([i, j[off]]), np.concatenate([j, i[off]])
+        return sp.csr_array((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(self.n, self.n))
+
+
+# -- the pieces: CSR rows as sorted key arrays, merged by NumPy ---------------------------------------------
+def _unique(keys: np.ndarray) -> np.ndarray:
+    """The sorted distinct entries of `keys`: a sort and a mask (NumPy's `unique` hashes, and is many
+    times slower on the millions of pair keys pooled here)."""
+    keys = np.sort(keys)
+    if keys.size < 2:
+        return keys
+    distinct = np.empty(keys.size, dtype=bool)
+    distinct[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=distinct[1:])
+    return keys[distinct]
+
+
+def _csr(indptr: np.ndarray, indices: np.ndarray, shape: tuple) -> Any:
+    """A boolean CSR matrix from canonical rows (sorted, distinct), marked so."""
+    m = _sparse().csr_array((np.ones(indices.size, dtype=bool), indices, indptr), shape=shape)
+    m.has_canonical_format = True
+    return m
+
+
+def _indptr(counts: np.ndarray) -> np.ndarray:
+    indptr = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr
+
+
+def _canonical(rows: np.ndarray, keys: np.ndarray, shape: tuple) -> Any:
+    """The CSR matrix (`shape`) with entries (rows[k], keys[k]) for every k, duplicates merged: one sort
+    of row-major keys (`rows` need not be ordered)."""
+    q, ncols = int(shape[0]), int(shape[1])
+    if q * ncols < np.iinfo(np.int64).max:
+        if q == 1:
+            keys = _unique(keys)
+            return _csr(np.array([0, keys.size], dtype=np.int64), keys, (q, ncols))
+        flat = _unique(rows * ncols + keys)
+        indptr = np.searchsorted(flat, np.arange(q + 1, dtype=np.int64) * ncols)
+        return _csr(indptr, flat - np.repeat(np.arange(q, dtype=np.int64) * ncols, np.diff(indptr)), (q, ncols))
+    else:  # row-major keys overflow int64: sort the (row, key) pairs
+        order = np.lexsort((keys, rows))
+        rows, keys = rows[order], keys[order]
+        distinct = np.ones(rows.size, dtype=bool)
+        distinct[1:] = (rows[1:] != rows[:-1]) | (keys[1:] != keys[:-1])
+        rows, keys = rows[distinct], keys[distinct]
+    return _csr(_indptr(np.bincount(rows, minlength=q)), keys, shape)
+
+
+def _segments(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenation of `arange(s, s + l)` over the pairs (s, l) of `starts` and `lengths`."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    shift = starts.astype(np.int64) - (np.cumsum(lengths) - lengths)
+    return np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)
+
+
+def _take_rows(m: Any, index: np.ndarray) -> Any:
+    """Rows `index` of the CSR matrix `m` (-1: an empty row), copied by NumPy (no product: SciPy's takes
+    a workspace as wide as `m` has columns)."""
+    index = np.asarray(index, dtype=np.int64).ravel()
+    indptr = m.indptr.astype(np.int64, copy=False)
+    lengths = indptr[1:] - indptr[:-1]
+    missing = index < 0
+    if missing.all():  # also where `m` has no rows
+        return _sparse().csr_array((index.size, m.shape[1]), dtype=bool)
+    safe = np.where(missing, 0, index) if missing.any() else index
+    counts = np.where(missing, 0, lengths[safe])
+    indices = m.indices[_segments(indptr[safe], counts)]
+    return _csr(_indptr(counts), indices, (index.size, m.shape[1]))
 
 
 def _union_of_rows(members: Any, m: Any) -> Any:
     """Row e: the union of the rows of `m` that row e of `members` names (the pattern of `members @ m`),
-    in time and memory linear in the entries gathered. SciPy's product takes a workspace as wide as `m`
-    has columns, and the Hessian pairs have n² of them: 7 s at n = 2·10⁴, out of memory near 10⁵."""
-    sp = _sparse()
-    members, m = members.tocsr(), m.tocsr()
-    q, ncols = members.shape[0], m.shape[1]
-    owners = np.repeat(np.arange(q, dtype=np.int64), np.diff(members.indptr))
-    lengths = np.diff(m.indptr)[members.indices]
-    total = int(lengths.sum())
-    if total == 0:
-        return sp.csr_array((q, ncols), dtype=bool)
-    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    gather = np.repeat(m.indptr[members.indices].astype(np.int64), lengths) + np.arange(total) - offsets
-    rows = np.repeat(owners, lengths)
-    cols = m.indices[gather].astype(np.int64)
-    keys = np.unique(rows * ncols + cols)  # row-major order: rows sorted, columns sorted within a row
-    rows, cols = keys // ncols, keys % ncols
-    indptr = np.zeros(q + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=q), out=indptr[1:])
-    return sp.csr_array((np.ones(len(keys), dtype=bool), cols, indptr), shape=(q, ncols))
+    in time and memory linear in the entries gathered (and a sort of them). SciPy's product takes a
+    workspace as wide as `m` has columns, and the Hessian pairs have n² of them."""
+    q = members.shape[0]
+    indptr = m.indptr.astype(np.int64, copy=False)
+    member_counts = np.diff(members.indptr)
+    if q == members.indices.size and (member_counts == 1).all():  # one member each: a gather
+        return _take_rows(m, members.indices)
+    sources = members.indices
+    lengths = indptr[1:][sources] - indptr[:-1][sources]
+    keys = m.indices[_segments(indptr[:-1][sources], lengths)].astype(np.int64, copy=False)
+    owners = np.repeat(np.arange(q, dtype=np.int64), member_counts)
+    return _canonical(np.repeat(owners, lengths), keys, (q, m.shape[1]))
 
 
-def _outer(a: Any, b: Any, n: int) -> Any:
-    """Row e: all pairs (i, j) with i in row e of `a` and j in row e of `b`, as columns i * n + j."""
-    sp = _sparse()
-    a, b = a.tocsr(), b.tocsr()
-    a_counts, b_counts = np.diff(a.indptr), np.diff(b.indptr)
+def _union(terms: list) -> Any:
+    """The elementwise union of canonical boolean CSR matrices of one shape: SciPy's merge of sorted
+    rows (linear; it needs both operands canonical, else it takes a workspace as wide as the columns)."""
+    terms = [t for t in terms if t.nnz] or terms[:1]
+    result = terms[0]
+    for t in terms[1:]:
+        result = result + t
+    return result
+
+
+_SMALL = 8  # rows with at most this many entries take a loop over their (k, l) positions
+
+
+def _pairs_within(a: Any, n: int) -> Any:
+    """Row e: every pair (i, j), i <= j, of entries of row e of `a` (p x n, canonical), as columns
+    i * n + j: in order already (i major, j minor), so each pair is written where it belongs, no sort.
+    Rows of up to `_SMALL` entries take a loop over the positions (k, l) of a pair within its row (a few
+    dozen passes over the rows); longer ones (say, a product over many inputs) one pass over their pairs."""
+    p = a.shape[0]
+    starts = a.indptr[:-1].astype(np.int64)
+    counts = np.diff(a.indptr).astype(np.int64)
+    per_row = counts * (counts + 1) // 2
+    indptr = _indptr(per_row)
+    if indptr[-1] == 0:
+        return _sparse().csr_array((p, n * n), dtype=bool)
+    columns = a.indices.astype(np.int64) * n  # i * n, read at k; plus the entry at l
+    out = np.empty(int(indptr[-1]), dtype=np.int64)
+    for k in range(min(_SMALL, int(counts.max()))):
+        rows = np.flatnonzero((counts > k) & (counts <= _SMALL))
+        for l in range(k, min(_SMALL, int(counts.max()))):
+            rows = rows[counts[rows] > l]
+            if not rows.size:
+                break
+            c = counts[rows]
+            at = indptr[rows] + k * c - k * (k - 1) // 2 + (l - k)
+            out[at] = columns[starts[rows] + k] + a.indices[starts[rows] + l]
+    big = np.flatnonzero(counts > _SMALL)
+    if big.size:  # every (k, l) of each long row, the upper ones kept: in row order
+        c, square = counts[big], counts[big] ** 2
+        within = np.arange(int(square.sum()), dtype=np.int64) - np.repeat(np.cumsum(square) - square, square)
+        k, l = np.divmod(within, np.repeat(c, square))
+        upper = k <= l
+        base = np.repeat(starts[big], square)
+        keys = columns[(base + k)[upper]] + a.indices[(base + l)[upper]]
+        out[_segments(indptr[big], per_row[big])] = keys
+    return _csr(indptr, out, (p, n * n))
+
+
+def _pairs_across(a: Any, b: Any, n: int) -> Any:
+    """Row e: every pair {i, j} with i in row e of `a` and j in row e of `b`, as columns
+    min * n + max (i * n + j overflows int32 from n = 46,341: int64)."""
+    a_counts, b_counts = np.diff(a.indptr).astype(np.int64), np.diff(b.indptr).astype(np.int64)
     per_row = a_counts * b_counts
     total = int(per_row.sum())
-    rows = np.repeat(np.arange(a.shape[0]), per_row)
+    p = a.shape[0]
     if total == 0:
-        return sp.csr_array((a.shape[0], n * n), dtype=bool)
-    # for each row e, every (i, j) with i from a's row and j from b's row
-    starts = np.repeat(np.cumsum(per_row) - per_row, per_row)
-    k = np.arange(total) - starts  # position within the row's block of pairs
-    bc = np.repeat(b_counts, per_row)
-    i = a.indices[np.repeat(a.indptr[:-1], per_row) + k // np.maximum(bc, 1)].astype(np.int64)
-    j = b.indices[np.repeat(b.indptr[:-1], per_row) + k % np.maximum(bc, 1)].astype(np.int64)
-    # i * n + j in int64: n² overflows int32 from n = 46,341
-    return sp.csr_array((np.ones(total, dtype=bool), (rows, i * n + j)), shape=(a.shape[0], n * n))
+        return _sparse().csr_array((p, n * n), dtype=bool)
+    rows = np.repeat(np.arange(p, dtype=np.int64), per_row)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+    k, l = np.divmod(within, np.repeat(b_counts, per_row))
+    i = a.indices[np.repeat(a.indptr[:-1].astype(np.int64), per_row) + k].astype(np.int64)
+    j = b.indices[np.repeat(b.indptr[:-1].astype(np.int64), per_row) + l].astype(np.int64)
+    low, high = np.minimum(i, j), np.maximum(i, j)
+    return _canonical(rows, low * n + high, (p, n * n))
