@@ -290,13 +290,13 @@ def _union(terms: list) -> Any:
     return result
 
 
-_SMALL = 8  # rows with at most this many entries take a loop over their (k, l) positions
+_SMALL = 8  # rows with at most this many entries take a loop over their (k, h) positions
 
 
 def _pairs_within(a: Any, n: int) -> Any:
     """Row e: every pair (i, j), i <= j, of entries of row e of `a` (p x n, canonical), as columns
     i * n + j: in order already (i major, j minor), so each pair is written where it belongs, no sort.
-    Rows of up to `_SMALL` entries take a loop over the positions (k, l) of a pair within its row (a few
+    Rows of up to `_SMALL` entries take a loop over the positions (k, h) of a pair within its row (a few
     dozen passes over the rows); longer ones (say, a product over many inputs) one pass over their pairs."""
     p = a.shape[0]
     starts = a.indptr[:-1].astype(np.int64)
@@ -305,25 +305,25 @@ def _pairs_within(a: Any, n: int) -> Any:
     indptr = _indptr(per_row)
     if indptr[-1] == 0:
         return _sparse().csr_array((p, n * n), dtype=bool)
-    columns = a.indices.astype(np.int64) * n  # i * n, read at k; plus the entry at l
+    columns = a.indices.astype(np.int64) * n  # i * n, read at k; plus the entry at h
     out = np.empty(int(indptr[-1]), dtype=np.int64)
     for k in range(min(_SMALL, int(counts.max()))):
         rows = np.flatnonzero((counts > k) & (counts <= _SMALL))
-        for l in range(k, min(_SMALL, int(counts.max()))):
-            rows = rows[counts[rows] > l]
+        for h in range(k, min(_SMALL, int(counts.max()))):
+            rows = rows[counts[rows] > h]
             if not rows.size:
                 break
             c = counts[rows]
-            at = indptr[rows] + k * c - k * (k - 1) // 2 + (l - k)
-            out[at] = columns[starts[rows] + k] + a.indices[starts[rows] + l]
+            at = indptr[rows] + k * c - k * (k - 1) // 2 + (h - k)
+            out[at] = columns[starts[rows] + k] + a.indices[starts[rows] + h]
     big = np.flatnonzero(counts > _SMALL)
-    if big.size:  # every (k, l) of each long row, the upper ones kept: in row order
+    if big.size:  # every (k, h) of each long row, the upper ones kept: in row order
         c, square = counts[big], counts[big] ** 2
         within = np.arange(int(square.sum()), dtype=np.int64) - np.repeat(np.cumsum(square) - square, square)
-        k, l = np.divmod(within, np.repeat(c, square))
-        upper = k <= l
+        ks, hs = np.divmod(within, np.repeat(c, square))
+        upper = ks <= hs
         base = np.repeat(starts[big], square)
-        keys = columns[(base + k)[upper]] + a.indices[(base + l)[upper]]
+        keys = columns[(base + ks)[upper]] + a.indices[(base + hs)[upper]]
         out[_segments(indptr[big], per_row[big])] = keys
     return _csr(indptr, out, (p, n * n))
 
@@ -339,8 +339,8 @@ def _pairs_across(a: Any, b: Any, n: int) -> Any:
         return _sparse().csr_array((p, n * n), dtype=bool)
     rows = np.repeat(np.arange(p, dtype=np.int64), per_row)
     within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(per_row) - per_row, per_row)
-    k, l = np.divmod(within, np.repeat(b_counts, per_row))
+    k, h = np.divmod(within, np.repeat(b_counts, per_row))
     i = a.indices[np.repeat(a.indptr[:-1].astype(np.int64), per_row) + k].astype(np.int64)
-    j = b.indices[np.repeat(b.indptr[:-1].astype(np.int64), per_row) + l].astype(np.int64)
+    j = b.indices[np.repeat(b.indptr[:-1].astype(np.int64), per_row) + h].astype(np.int64)
     low, high = np.minimum(i, j), np.maximum(i, j)
     return _canonical(rows, low * n + high, (p, n * n))
