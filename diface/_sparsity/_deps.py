@@ -290,14 +290,14 @@ def _union(terms: list) -> Any:
     return result
 
 
-_SMALL = 8  # rows with at most this many entries take a loop over their (k, h) positions
+_SMALL = 32  # rows with at most this many entries are expanded together, a block per row length
 
 
 def _pairs_within(a: Any, n: int) -> Any:
     """Row e: every pair (i, j), i <= j, of entries of row e of `a` (p x n, canonical), as columns
     i * n + j: in order already (i major, j minor), so each pair is written where it belongs, no sort.
-    Rows of up to `_SMALL` entries take a loop over the positions (k, h) of a pair within its row (a few
-    dozen passes over the rows); longer ones (say, a product over many inputs) one pass over their pairs."""
+    The rows of each length c up to `_SMALL` are one (rows, c) block whose upper-triangle pairs are
+    formed at once; longer rows (say, a product over many inputs) take one pass over their pairs."""
     p = a.shape[0]
     starts = a.indptr[:-1].astype(np.int64)
     counts = np.diff(a.indptr).astype(np.int64)
@@ -305,17 +305,17 @@ def _pairs_within(a: Any, n: int) -> Any:
     indptr = _indptr(per_row)
     if indptr[-1] == 0:
         return _sparse().csr_array((p, n * n), dtype=bool)
-    columns = a.indices.astype(np.int64) * n  # i * n, read at k; plus the entry at h
     out = np.empty(int(indptr[-1]), dtype=np.int64)
-    for k in range(min(_SMALL, int(counts.max()))):
-        rows = np.flatnonzero((counts > k) & (counts <= _SMALL))
-        for h in range(k, min(_SMALL, int(counts.max()))):
-            rows = rows[counts[rows] > h]
-            if not rows.size:
-                break
-            c = counts[rows]
-            at = indptr[rows] + k * c - k * (k - 1) // 2 + (h - k)
-            out[at] = columns[starts[rows] + k] + a.indices[starts[rows] + h]
+    present = np.flatnonzero(np.bincount(np.minimum(counts, _SMALL + 1), minlength=_SMALL + 2)[1 : _SMALL + 1]) + 1
+    for c in present.tolist():
+        ks, hs = np.triu_indices(c)
+        if present.size == 1 and int(counts.min()) == c:  # every row has c entries: one block
+            entries = a.indices[a.indptr[0] : a.indptr[-1]].reshape(p, c).astype(np.int64)
+            out[:] = (entries[:, ks] * n + entries[:, hs]).ravel()
+            continue
+        rows = np.flatnonzero(counts == c)
+        entries = a.indices[starts[rows][:, None] + np.arange(c)].astype(np.int64)
+        out[indptr[rows][:, None] + np.arange(ks.size)] = entries[:, ks] * n + entries[:, hs]
     big = np.flatnonzero(counts > _SMALL)
     if big.size:  # every (k, h) of each long row, the upper ones kept: in row order
         c, square = counts[big], counts[big] ** 2
@@ -323,8 +323,8 @@ def _pairs_within(a: Any, n: int) -> Any:
         ks, hs = np.divmod(within, np.repeat(c, square))
         upper = ks <= hs
         base = np.repeat(starts[big], square)
-        keys = columns[(base + ks)[upper]] + a.indices[(base + hs)[upper]]
-        out[_segments(indptr[big], per_row[big])] = keys
+        columns = a.indices[(base + ks)[upper]].astype(np.int64) * n
+        out[_segments(indptr[big], per_row[big])] = columns + a.indices[(base + hs)[upper]]
     return _csr(indptr, out, (p, n * n))
 
 
