@@ -3,6 +3,8 @@
 Cases (each in its own subprocess, so that peak memory is the case's own):
 
 - `chain`: a 1-D energy `sum((x[1:] - x[:-1]) ** 4) + sum(x ** 2)` (tridiagonal Hessian) at n = 10⁵, 10⁶;
+- `padded`: the same with zero ends (x concatenated with constants: a gather with constants, which
+  went through a SciPy product with a workspace as wide as the n² pair columns before);
 - `tv`: a 2-D total-variation energy on an m x m grid, u = x.reshape(m, m),
   `sum(sqrt((u[1:, :-1] - u[:-1, :-1]) ** 2 + (u[:-1, 1:] - u[:-1, :-1]) ** 2 + eps))`, at m = 100, 316,
   1000 (n = 10⁴, 10⁵, 10⁶);
@@ -11,7 +13,9 @@ through `di.prepare_hessian(f, di.AutoSparse(engine), x)` for the tape, JAX and 
 detection time and its peak (tracemalloc: the Python and NumPy allocations the detection made), star
 coloring time and colors, the whole preparation, one prepared call, and the process's peak resident
 memory (`ru_maxrss`, imports included). With `--baseline PATH` each case also runs on the diface
-checkout at PATH (say, main in a worktree) and the table adds its detection figures beside these.
+checkout at PATH (say, main before this change, in a worktree) and the table adds its detection
+figures beside these; the baseline's processes run under an address-space limit (`--limit-gb`, 8) so
+that its n²-wide workspaces fail with MemoryError instead of taking the machine's memory.
 
     python benchmarks/bench_sparse_hessian_scale.py [--quick] [--engines tape,jax,torch]
         [--baseline /work/wt-hessbase] [--timeout 300]
@@ -29,8 +33,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 CASES = {
-    "quick": [("chain", 10**5), ("tv", 100), ("tv", 316)],
-    "full": [("chain", 10**5), ("chain", 10**6), ("tv", 100), ("tv", 316), ("tv", 1000)],
+    "quick": [("chain", 10**5), ("padded", 10**5), ("tv", 100), ("tv", 316)],
+    "full": [
+        ("chain", 10**5),
+        ("chain", 10**6),
+        ("padded", 10**5),
+        ("padded", 10**6),
+        ("tv", 100),
+        ("tv", 316),
+        ("tv", 1000),
+    ],
 }
 
 CHILD = r"""
@@ -81,6 +93,12 @@ if kind == "chain":
     n = size
     def f(x):
         return xp.sum((x[1:] - x[:-1]) ** 4) + xp.sum(x**2)
+elif kind == "padded":  # the chain with zero ends: a gather with constants
+    n = size
+    def f(x):
+        z = xp.zeros(1, dtype=x.dtype)
+        u = xp.concatenate([z, x, z])
+        return xp.sum((u[1:] - u[:-1]) ** 4) + xp.sum(x**2)
 else:
     m = size
     n = m * m
@@ -95,9 +113,10 @@ start = time.perf_counter()
 prep = di.prepare_hessian(f, backend, x)
 figures["prepare_s"] = time.perf_counter() - start
 if "--call" in sys.argv:
-    prep.hessian(x)
+    block = (lambda h: jax.block_until_ready(h)) if engine == "jax" else (lambda h: h)
+    block(prep.hessian(x))
     start = time.perf_counter()
-    H = prep.hessian(x)
+    H = block(prep.hessian(x))
     figures["call_s"] = time.perf_counter() - start
     figures["call_nnz"] = int(getattr(H, "nnz", getattr(H, "nse", 0)) or 0)
 figures["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -106,11 +125,21 @@ print("FIGURES " + json.dumps(figures))
 """
 
 
-def run_case(root: Path, kind: str, size: int, engine: str, call: bool, timeout: float) -> dict:
+def run_case(
+    root: Path, kind: str, size: int, engine: str, call: bool, timeout: float, limit_gb: float | None = None
+) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root), JAX_PLATFORMS="cpu")
     cmd = [sys.executable, "-c", CHILD, kind, str(size), engine] + (["--call"] if call else [])
-    try:
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+    def limit() -> None:
+        if limit_gb is not None:
+            import resource
+
+            cap = int(limit_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    try:  # cwd=root: `python -c` imports from the working directory first
+        done = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=timeout, preexec_fn=limit)
     except subprocess.TimeoutExpired:
         return {"error": f"timeout {timeout:.0f}s"}
     for line in done.stdout.splitlines():
@@ -135,6 +164,7 @@ def main() -> None:
     parser.add_argument("--baseline", default=None, help="another diface checkout to compare detection with")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case and checkout")
     parser.add_argument("--no-call", action="store_true", help="prepare only, no prepared call")
+    parser.add_argument("--limit-gb", type=float, default=8.0, help="address-space limit of baseline runs")
     args = parser.parse_args()
 
     rows = []
@@ -143,7 +173,7 @@ def main() -> None:
         header += ["base detect s", "base detect MB"]
     print(" | ".join(header), flush=True)
     for kind, size in CASES["quick" if args.quick else "full"]:
-        n = size if kind == "chain" else size * size
+        n = size * size if kind == "tv" else size
         for engine in args.engines.split(","):
             new = run_case(ROOT, kind, size, engine, not args.no_call, args.timeout)
             row = [kind, str(n), engine]
@@ -160,7 +190,7 @@ def main() -> None:
                     fmt(new.get("rss_mb"), 0),
                 ]
             if args.baseline:
-                old = run_case(Path(args.baseline), kind, size, engine, False, args.timeout)
+                old = run_case(Path(args.baseline), kind, size, engine, False, args.timeout, args.limit_gb)
                 if "error" in old:
                     row += [old["error"], "-"]
                 else:
