@@ -188,10 +188,17 @@ class Deps:
         keys = self.second.indices.astype(np.int64, copy=False)
         if self.second.shape[0] > 1:
             keys = _unique(keys)
-        i, j = np.divmod(keys, self.n)
-        off = i != j
-        rows, cols = np.concatenate([i, j[off]]), np.concatenate([j, i[off]])
-        return sp.csr_array((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(self.n, self.n))
+        n = self.n
+        # the upper triangle straight from its sorted keys (i major), then mirrored by one transpose and
+        # one merge, both linear (SciPy's workspace here is n wide)
+        indptr = np.searchsorted(keys, np.arange(n + 1, dtype=np.int64) * n)
+        columns = keys - np.repeat(np.arange(n, dtype=np.int64) * n, np.diff(indptr))
+        index = np.int32 if n < 2**31 else np.int64
+        upper = sp.csr_array(
+            (np.ones(keys.size, dtype=bool), columns.astype(index), indptr.astype(index)), shape=(n, n)
+        )
+        upper.has_canonical_format = True
+        return (upper + upper.T.tocsr()).tocsr()
 
 
 # -- the pieces: CSR rows as sorted key arrays, merged by NumPy ---------------------------------------------
@@ -310,12 +317,17 @@ def _pairs_within(a: Any, n: int) -> Any:
     for c in present.tolist():
         ks, hs = np.triu_indices(c)
         if present.size == 1 and int(counts.min()) == c:  # every row has c entries: one block
-            entries = a.indices[a.indptr[0] : a.indptr[-1]].reshape(p, c).astype(np.int64)
-            out[:] = (entries[:, ks] * n + entries[:, hs]).ravel()
+            entries = a.indices[a.indptr[0] : a.indptr[-1]].reshape(p, c)
+            block = out.reshape(p, ks.size)
+            np.multiply(entries[:, ks], n, out=block, dtype=np.int64)
+            block += entries[:, hs]
             continue
         rows = np.flatnonzero(counts == c)
         entries = a.indices[starts[rows][:, None] + np.arange(c)].astype(np.int64)
-        out[indptr[rows][:, None] + np.arange(ks.size)] = entries[:, ks] * n + entries[:, hs]
+        keys = entries[:, ks]
+        keys *= n
+        keys += entries[:, hs]
+        out[indptr[rows][:, None] + np.arange(ks.size)] = keys
     big = np.flatnonzero(counts > _SMALL)
     if big.size:  # every (k, h) of each long row, the upper ones kept: in row order
         c, square = counts[big], counts[big] ** 2
