@@ -143,6 +143,18 @@ def test_long_rows_and_wide_keys():
     assert _entries(wide) == [[3, 2**61], [0], [5]]
 
 
+def test_rows_out_of_order_are_sorted_first():
+    """An engine's matrix whose rows are not sorted (or repeat an entry) is made canonical before the
+    pieces that rely on it."""
+    n = 6
+    a = sp.csr_array((np.ones(4, dtype=bool), np.array([4, 1, 1, 0]), np.array([0, 3, 4])), shape=(2, n))
+    within = _deps._pairs_within(a, n)
+    assert _canonical(within)
+    assert _pairs(within, n) == {(0, i, j) for i in (1, 4) for j in (1, 4)} | {(1, 0, 0)}
+    both = _deps._union([within, _deps._pairs_across(a, a, n)])
+    assert _canonical(both) and _pairs(both, n) == _pairs(within, n)
+
+
 def test_a_product_of_many_inputs_and_a_vector_value():
     """`prod` of a group pairs all its members (one long row); a vector value's Hessian pattern is that of
     the sum of its elements."""

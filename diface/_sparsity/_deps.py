@@ -160,8 +160,9 @@ class Deps:
         """Element e of the result depends on the elements of this value in row e of the sparse 0/1
         matrix `members` (q x p): any linear map with that structure (or, for `kind` other than
         LINEAR, a product of the members)."""
-        members = members.tocsr()
+        members = members.tocsr().astype(bool)  # a copy: its structure, explicit zeros left out
         members.sum_duplicates()
+        members.eliminate_zeros()
         first = _union_of_rows(members, self.first)
         second = None
         if self.second is not None:
@@ -186,7 +187,7 @@ class Deps:
         if self.second is None:
             raise ValueError("second-order dependencies were not tracked")
         keys = self.second.indices.astype(np.int64, copy=False)
-        if self.second.shape[0] > 1:
+        if self.second.shape[0] > 1 or not self.second.has_canonical_format:
             keys = _unique(keys)
         n = self.n
         # the upper triangle straight from its sorted keys (i major), then mirrored by one transpose and
@@ -212,6 +213,16 @@ def _unique(keys: np.ndarray) -> np.ndarray:
     distinct[0] = True
     np.not_equal(keys[1:], keys[:-1], out=distinct[1:])
     return keys[distinct]
+
+
+def _sorted_rows(m: Any) -> Any:
+    """`m` with canonical rows (a copy, where an engine's matrix is not): what the merges here rely on."""
+    m = m.tocsr()
+    if m.has_canonical_format:  # SciPy checks the rows once where no operation has said
+        return m
+    m = m.copy()
+    m.sum_duplicates()
+    return m
 
 
 def _csr(indptr: np.ndarray, indices: np.ndarray, shape: tuple) -> Any:
@@ -288,9 +299,9 @@ def _union_of_rows(members: Any, m: Any) -> Any:
 
 
 def _union(terms: list) -> Any:
-    """The elementwise union of canonical boolean CSR matrices of one shape: SciPy's merge of sorted
-    rows (linear; it needs both operands canonical, else it takes a workspace as wide as the columns)."""
-    terms = [t for t in terms if t.nnz] or terms[:1]
+    """The elementwise union of boolean CSR matrices of one shape: SciPy's merge of sorted rows (linear;
+    it needs both operands canonical, else it takes a workspace as wide as the columns: made so here)."""
+    terms = [_sorted_rows(t) for t in terms if t.nnz] or terms[:1]
     result = terms[0]
     for t in terms[1:]:
         result = result + t
@@ -305,6 +316,7 @@ def _pairs_within(a: Any, n: int) -> Any:
     i * n + j: in order already (i major, j minor), so each pair is written where it belongs, no sort.
     The rows of each length c up to `_SMALL` are one (rows, c) block whose upper-triangle pairs are
     formed at once; longer rows (say, a product over many inputs) take one pass over their pairs."""
+    a = _sorted_rows(a)
     p = a.shape[0]
     starts = a.indptr[:-1].astype(np.int64)
     counts = np.diff(a.indptr).astype(np.int64)
@@ -343,6 +355,7 @@ def _pairs_within(a: Any, n: int) -> Any:
 def _pairs_across(a: Any, b: Any, n: int) -> Any:
     """Row e: every pair {i, j} with i in row e of `a` and j in row e of `b`, as columns
     min * n + max (i * n + j overflows int32 from n = 46,341: int64)."""
+    a, b = _sorted_rows(a), _sorted_rows(b)
     a_counts, b_counts = np.diff(a.indptr).astype(np.int64), np.diff(b.indptr).astype(np.int64)
     per_row = a_counts * b_counts
     total = int(per_row.sum())
