@@ -125,6 +125,8 @@ class Pattern:
     @classmethod
     def from_scipy(cls, matrix: Any) -> Pattern:
         """The stored entries of a scipy.sparse matrix or array that are not zero."""
+        if matrix.format == "csr" and matrix.has_canonical_format and np.all(np.asarray(matrix.data) != 0):
+            return cls(matrix.indptr, matrix.indices, matrix.shape)  # CSR order already: no sort
         coo = matrix.tocoo()
         keep = np.asarray(coo.data) != 0
         return cls.from_coo(np.asarray(coo.row)[keep], np.asarray(coo.col)[keep], coo.shape)

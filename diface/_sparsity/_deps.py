@@ -6,8 +6,13 @@ of numbers: for a value of p elements and an input x of n elements,
 - `first` (p x n, boolean, sparse): element e depends on input i (first-order: the Jacobian pattern of
   the value);
 - `second` (p x n*n, boolean, sparse; only when detecting Hessians): the pairs (i, j) of inputs that
-  interact nonlinearly in element e (stored as column i * n + j, both orders): the Hessian pattern
-  of the value.
+  interact nonlinearly in element e, each stored once as column i * n + j with i <= j (the pattern is
+  symmetric; `hessian_pattern` mirrors it once, at the end): the Hessian pattern of the value.
+
+Every row of both is kept canonical (sorted, without duplicates), and nothing here takes a workspace as
+wide as the n² columns of `second` (SciPy's products and its additions of non-canonical matrices do):
+memory and time stay linear in the entries an operation reads and writes, with one sort where pairs of
+several rows are pooled.
 
 Every operation of a program is one of a few kinds, each a few sparse-matrix operations:
 
@@ -53,18 +58,6 @@ def _sparse() -> Any:
     import scipy.sparse
 
     return scipy.sparse
-
-
-def _rows(matrix: Any, index: np.ndarray) -> Any:
-    """Rows `index` of a CSR matrix; -1 gives an empty row."""
-    sp = _sparse()
-    index = np.asarray(index, dtype=np.int64).ravel()
-    missing = index < 0
-    if not missing.any():
-        return matrix[index]
-    safe = np.where(missing, 0, index)
-    keep = sp.diags_array((~missing).astype(np.int8), format="csr", dtype=np.int8)
-    return (keep @ matrix[safe]).astype(bool)
 
 
 @dataclass
@@ -117,8 +110,8 @@ class Deps:
         """Each element of the result (shape `index.shape`) is element `index[...]` of this value (flat
         index), or a constant where `index` is -1."""
         index = np.asarray(index)
-        second = None if self.second is None else _rows(self.second, index)
-        return self._like(index.shape, _rows(self.first, index), second)
+        second = None if self.second is None else _take_rows(self.second, index)
+        return self._like(index.shape, _take_rows(self.first, index), second)
 
     def broadcast_to(self, shape: tuple) -> Deps:
         """This value broadcast to `shape` (NumPy rules)."""
@@ -137,19 +130,17 @@ class Deps:
             first = first + d.first
         result = Deps(tuple(shape), n, first.astype(bool))
         if second:
-            pairs = parts[0].second
-            for d in parts[1:]:
-                pairs = pairs + d.second
+            terms = [d.second for d in parts]
             if kind is Nonlinearity.NONLINEAR:
-                pairs = pairs + _outer(first, first, n)
+                terms.append(_pairs_within(result.first, n))
             elif kind is Nonlinearity.BILINEAR:
                 for i, a in enumerate(parts):
                     for b in parts[i + 1 :]:
-                        pairs = pairs + _outer(a.first, b.first, n) + _outer(b.first, a.first, n)
+                        terms.append(_pairs_across(a.first, b.first, n))
             elif kind is Nonlinearity.QUOTIENT:
                 a, b = parts[0], parts[1]
-                pairs = pairs + _outer(b.first, b.first, n) + _outer(a.first, b.first, n) + _outer(b.first, a.first, n)
-            result.second = pairs.astype(bool).tocsr()
+                terms += [_pairs_within(b.first, n), _pairs_across(a.first, b.first, n)]
+            result.second = _union(terms)
         return result
 
     def reduce(self, groups: np.ndarray, shape: tuple, kind: Nonlinearity = Nonlinearity.LINEAR) -> Deps:
@@ -169,14 +160,15 @@ class Deps:
         """Element e of the result depends on the elements of this value in row e of the sparse 0/1
         matrix `members` (q x p): any linear map with that structure (or, for `kind` other than
         LINEAR, a product of the members)."""
-        # counts in int32: a sum of many ones in int8 can wrap around to 0 and lose a dependency
-        members = members.astype(np.int32).tocsr()
-        first = (members @ self.first.astype(np.int32)).astype(bool)
+        members = members.tocsr().astype(bool)  # a copy: its structure, explicit zeros left out
+        members.sum_duplicates()
+        members.eliminate_zeros()
+        first = _union_of_rows(members, self.first)
         second = None
         if self.second is not None:
             second = _union_of_rows(members, self.second)
             if kind is not Nonlinearity.LINEAR:
-                second = second + _outer(first, first, self.n)
+                second = _union([second, _pairs_within(first, self.n)])
         return self._like(shape, first, second)
 
     def union(self, other: Deps) -> Deps:
@@ -189,53 +181,191 @@ class Deps:
         return self.first.astype(bool).tocsr()
 
     def hessian_pattern(self) -> Any:
-        """The (n x n) CSR pattern of the Hessian of the sum of the value's elements."""
+        """The (n x n) CSR pattern of the Hessian of the sum of the value's elements: the pairs of every
+        element, pooled and mirrored (symmetric), built once."""
         sp = _sparse()
         if self.second is None:
             raise ValueError("second-order dependencies were not tracked")
-        pairs = np.unique(self.second.tocoo().col)
-        rows, cols = np.divmod(pairs, self.n)
-        return sp.csr_array((np.ones(pairs.size, dtype=bool), (rows, cols)), shape=(self.n, self.n))
+        keys = self.second.indices.astype(np.int64, copy=False)
+        if self.second.shape[0] > 1 or not self.second.has_canonical_format:
+            keys = _unique(keys)
+        n = self.n
+        # the upper triangle straight from its sorted keys (i major), then mirrored by one transpose and
+        # one merge, both linear (SciPy's workspace here is n wide)
+        indptr = np.searchsorted(keys, np.arange(n + 1, dtype=np.int64) * n)
+        columns = keys - np.repeat(np.arange(n, dtype=np.int64) * n, np.diff(indptr))
+        index = np.int32 if n < 2**31 else np.int64
+        upper = sp.csr_array(
+            (np.ones(keys.size, dtype=bool), columns.astype(index), indptr.astype(index)), shape=(n, n)
+        )
+        upper.has_canonical_format = True
+        return (upper + upper.T.tocsr()).tocsr()
+
+
+# -- the pieces: CSR rows as sorted key arrays, merged by NumPy ---------------------------------------------
+def _unique(keys: np.ndarray) -> np.ndarray:
+    """The sorted distinct entries of `keys`: a sort and a mask (NumPy's `unique` hashes, and is many
+    times slower on the millions of pair keys pooled here)."""
+    keys = np.sort(keys)
+    if keys.size < 2:
+        return keys
+    distinct = np.empty(keys.size, dtype=bool)
+    distinct[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=distinct[1:])
+    return keys[distinct]
+
+
+def _sorted_rows(m: Any) -> Any:
+    """`m` with canonical rows (a copy, where an engine's matrix is not): what the merges here rely on."""
+    m = m.tocsr()
+    if m.has_canonical_format:  # SciPy checks the rows once where no operation has said
+        return m
+    m = m.copy()
+    m.sum_duplicates()
+    return m
+
+
+def _csr(indptr: np.ndarray, indices: np.ndarray, shape: tuple) -> Any:
+    """A boolean CSR matrix from canonical rows (sorted, distinct), marked so."""
+    m = _sparse().csr_array((np.ones(indices.size, dtype=bool), indices, indptr), shape=shape)
+    m.has_canonical_format = True
+    return m
+
+
+def _indptr(counts: np.ndarray) -> np.ndarray:
+    indptr = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr
+
+
+def _canonical(rows: np.ndarray, keys: np.ndarray, shape: tuple) -> Any:
+    """The CSR matrix (`shape`) with entries (rows[k], keys[k]) for every k, duplicates merged: one sort
+    of row-major keys (`rows` need not be ordered)."""
+    q, ncols = int(shape[0]), int(shape[1])
+    if q * ncols < np.iinfo(np.int64).max:
+        if q == 1:
+            keys = _unique(keys)
+            return _csr(np.array([0, keys.size], dtype=np.int64), keys, (q, ncols))
+        flat = _unique(rows * ncols + keys)
+        indptr = np.searchsorted(flat, np.arange(q + 1, dtype=np.int64) * ncols)
+        return _csr(indptr, flat - np.repeat(np.arange(q, dtype=np.int64) * ncols, np.diff(indptr)), (q, ncols))
+    else:  # row-major keys overflow int64: sort the (row, key) pairs
+        order = np.lexsort((keys, rows))
+        rows, keys = rows[order], keys[order]
+        distinct = np.ones(rows.size, dtype=bool)
+        distinct[1:] = (rows[1:] != rows[:-1]) | (keys[1:] != keys[:-1])
+        rows, keys = rows[distinct], keys[distinct]
+    return _csr(_indptr(np.bincount(rows, minlength=q)), keys, shape)
+
+
+def _segments(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenation of `arange(s, s + l)` over the pairs (s, l) of `starts` and `lengths`."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    shift = starts.astype(np.int64) - (np.cumsum(lengths) - lengths)
+    return np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)
+
+
+def _take_rows(m: Any, index: np.ndarray) -> Any:
+    """Rows `index` of the CSR matrix `m` (-1: an empty row), copied by NumPy (no product: SciPy's takes
+    a workspace as wide as `m` has columns)."""
+    index = np.asarray(index, dtype=np.int64).ravel()
+    indptr = m.indptr.astype(np.int64, copy=False)
+    lengths = indptr[1:] - indptr[:-1]
+    missing = index < 0
+    if missing.all():  # also where `m` has no rows
+        return _sparse().csr_array((index.size, m.shape[1]), dtype=bool)
+    safe = np.where(missing, 0, index) if missing.any() else index
+    counts = np.where(missing, 0, lengths[safe])
+    indices = m.indices[_segments(indptr[safe], counts)]
+    return _csr(_indptr(counts), indices, (index.size, m.shape[1]))
 
 
 def _union_of_rows(members: Any, m: Any) -> Any:
     """Row e: the union of the rows of `m` that row e of `members` names (the pattern of `members @ m`),
-    in time and memory linear in the entries gathered. SciPy's product takes a workspace as wide as `m`
-    has columns, and the Hessian pairs have n² of them: 7 s at n = 2·10⁴, out of memory near 10⁵."""
-    sp = _sparse()
-    members, m = members.tocsr(), m.tocsr()
-    q, ncols = members.shape[0], m.shape[1]
-    owners = np.repeat(np.arange(q, dtype=np.int64), np.diff(members.indptr))
-    lengths = np.diff(m.indptr)[members.indices]
-    total = int(lengths.sum())
-    if total == 0:
-        return sp.csr_array((q, ncols), dtype=bool)
-    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    gather = np.repeat(m.indptr[members.indices].astype(np.int64), lengths) + np.arange(total) - offsets
-    rows = np.repeat(owners, lengths)
-    cols = m.indices[gather].astype(np.int64)
-    keys = np.unique(rows * ncols + cols)  # row-major order: rows sorted, columns sorted within a row
-    rows, cols = keys // ncols, keys % ncols
-    indptr = np.zeros(q + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=q), out=indptr[1:])
-    return sp.csr_array((np.ones(len(keys), dtype=bool), cols, indptr), shape=(q, ncols))
+    in time and memory linear in the entries gathered (and a sort of them). SciPy's product takes a
+    workspace as wide as `m` has columns, and the Hessian pairs have n² of them."""
+    q = members.shape[0]
+    indptr = m.indptr.astype(np.int64, copy=False)
+    member_counts = np.diff(members.indptr)
+    if q == members.indices.size and (member_counts == 1).all():  # one member each: a gather
+        return _take_rows(m, members.indices)
+    sources = members.indices
+    lengths = indptr[1:][sources] - indptr[:-1][sources]
+    keys = m.indices[_segments(indptr[:-1][sources], lengths)].astype(np.int64, copy=False)
+    owners = np.repeat(np.arange(q, dtype=np.int64), member_counts)
+    return _canonical(np.repeat(owners, lengths), keys, (q, m.shape[1]))
 
 
-def _outer(a: Any, b: Any, n: int) -> Any:
-    """Row e: all pairs (i, j) with i in row e of `a` and j in row e of `b`, as columns i * n + j."""
-    sp = _sparse()
-    a, b = a.tocsr(), b.tocsr()
-    a_counts, b_counts = np.diff(a.indptr), np.diff(b.indptr)
+def _union(terms: list) -> Any:
+    """The elementwise union of boolean CSR matrices of one shape: SciPy's merge of sorted rows (linear;
+    it needs both operands canonical, else it takes a workspace as wide as the columns: made so here)."""
+    terms = [_sorted_rows(t) for t in terms if t.nnz] or terms[:1]
+    result = terms[0]
+    for t in terms[1:]:
+        result = result + t
+    return result
+
+
+_SMALL = 32  # rows with at most this many entries are expanded together, a block per row length
+
+
+def _pairs_within(a: Any, n: int) -> Any:
+    """Row e: every pair (i, j), i <= j, of entries of row e of `a` (p x n, canonical), as columns
+    i * n + j: in order already (i major, j minor), so each pair is written where it belongs, no sort.
+    The rows of each length c up to `_SMALL` are one (rows, c) block whose upper-triangle pairs are
+    formed at once; longer rows (say, a product over many inputs) take one pass over their pairs."""
+    a = _sorted_rows(a)
+    p = a.shape[0]
+    starts = a.indptr[:-1].astype(np.int64)
+    counts = np.diff(a.indptr).astype(np.int64)
+    per_row = counts * (counts + 1) // 2
+    indptr = _indptr(per_row)
+    if indptr[-1] == 0:
+        return _sparse().csr_array((p, n * n), dtype=bool)
+    out = np.empty(int(indptr[-1]), dtype=np.int64)
+    present = np.flatnonzero(np.bincount(np.minimum(counts, _SMALL + 1), minlength=_SMALL + 2)[1 : _SMALL + 1]) + 1
+    for c in present.tolist():
+        ks, hs = np.triu_indices(c)
+        if present.size == 1 and int(counts.min()) == c:  # every row has c entries: one block
+            entries = a.indices[a.indptr[0] : a.indptr[-1]].reshape(p, c)
+            block = out.reshape(p, ks.size)
+            np.multiply(entries[:, ks], n, out=block, dtype=np.int64)
+            block += entries[:, hs]
+            continue
+        rows = np.flatnonzero(counts == c)
+        entries = a.indices[starts[rows][:, None] + np.arange(c)].astype(np.int64)
+        keys = entries[:, ks]
+        keys *= n
+        keys += entries[:, hs]
+        out[indptr[rows][:, None] + np.arange(ks.size)] = keys
+    big = np.flatnonzero(counts > _SMALL)
+    if big.size:  # every (k, h) of each long row, the upper ones kept: in row order
+        c, square = counts[big], counts[big] ** 2
+        within = np.arange(int(square.sum()), dtype=np.int64) - np.repeat(np.cumsum(square) - square, square)
+        ks, hs = np.divmod(within, np.repeat(c, square))
+        upper = ks <= hs
+        base = np.repeat(starts[big], square)
+        columns = a.indices[(base + ks)[upper]].astype(np.int64) * n
+        out[_segments(indptr[big], per_row[big])] = columns + a.indices[(base + hs)[upper]]
+    return _csr(indptr, out, (p, n * n))
+
+
+def _pairs_across(a: Any, b: Any, n: int) -> Any:
+    """Row e: every pair {i, j} with i in row e of `a` and j in row e of `b`, as columns
+    min * n + max (i * n + j overflows int32 from n = 46,341: int64)."""
+    a, b = _sorted_rows(a), _sorted_rows(b)
+    a_counts, b_counts = np.diff(a.indptr).astype(np.int64), np.diff(b.indptr).astype(np.int64)
     per_row = a_counts * b_counts
     total = int(per_row.sum())
-    rows = np.repeat(np.arange(a.shape[0]), per_row)
+    p = a.shape[0]
     if total == 0:
-        return sp.csr_array((a.shape[0], n * n), dtype=bool)
-    # for each row e, every (i, j) with i from a's row and j from b's row
-    starts = np.repeat(np.cumsum(per_row) - per_row, per_row)
-    k = np.arange(total) - starts  # position within the row's block of pairs
-    bc = np.repeat(b_counts, per_row)
-    i = a.indices[np.repeat(a.indptr[:-1], per_row) + k // np.maximum(bc, 1)].astype(np.int64)
-    j = b.indices[np.repeat(b.indptr[:-1], per_row) + k % np.maximum(bc, 1)].astype(np.int64)
-    # i * n + j in int64: n² overflows int32 from n = 46,341
-    return sp.csr_array((np.ones(total, dtype=bool), (rows, i * n + j)), shape=(a.shape[0], n * n))
+        return _sparse().csr_array((p, n * n), dtype=bool)
+    rows = np.repeat(np.arange(p, dtype=np.int64), per_row)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+    k, h = np.divmod(within, np.repeat(b_counts, per_row))
+    i = a.indices[np.repeat(a.indptr[:-1].astype(np.int64), per_row) + k].astype(np.int64)
+    j = b.indices[np.repeat(b.indptr[:-1].astype(np.int64), per_row) + h].astype(np.int64)
+    low, high = np.minimum(i, j), np.maximum(i, j)
+    return _canonical(rows, low * n + high, (p, n * n))

@@ -79,12 +79,19 @@ def _run(jaxpr: Any, consts: list, inputs: list, n: int, second: bool) -> list:
         env[var] = value
     for var, value in zip(jaxpr.invars, inputs):
         env[var] = value
-    for eqn in jaxpr.eqns:
+    # each value is dropped after its last use: a program's intermediates are not all held at once
+    kept = {id(v) for v in jaxpr.outvars}
+    last = {id(v): k for k, eqn in enumerate(jaxpr.eqns) for v in eqn.invars if type(v).__name__ != "Literal"}
+    for k, eqn in enumerate(jaxpr.eqns):
         ins = [read(v) for v in eqn.invars]
         shapes = [tuple(v.aval.shape) for v in eqn.outvars]
         outs = _equation(eqn, ins, shapes, n, second)
+        del ins
         for var, value in zip(eqn.outvars, outs):
             env[var] = value
+        for v in eqn.invars:
+            if type(v).__name__ != "Literal" and last.get(id(v)) == k and id(v) not in kept:
+                env.pop(v, None)
     return [read(v) for v in jaxpr.outvars]
 
 

@@ -128,10 +128,16 @@ class _Run:
         self.env: dict[int, Any] = {tape.x: x}
 
     def output(self) -> Deps:
-        for node in self.tape.nodes:
+        # each value is dropped after its last use: a program's intermediates are not all held at once
+        last = {s: k for k, node in enumerate(self.tape.nodes) for s in node.inputs}
+        last.pop(self.tape.output, None)
+        for k, node in enumerate(self.tape.nodes):
             if node.output == GUARD_OUTPUT:
                 raise _guard_error(node)
             self.env[node.output] = self.step(node)
+            for s in node.inputs:
+                if last.get(s) == k:
+                    self.env.pop(s, None)
         return self.deps(self.read(self.tape.output))
 
     def read(self, s: int) -> Any:

@@ -188,7 +188,9 @@ class Interpreter:
         placeholders = iter(inputs)
         result = None
         read = lambda a: env[a] if isinstance(a, fx.Node) else a
-        for node in self.gm.graph.nodes:
+        # each value is dropped after its last use: a program's intermediates are not all held at once
+        last = {a: k for k, node in enumerate(self.gm.graph.nodes) for a in node.all_input_nodes}
+        for k, node in enumerate(self.gm.graph.nodes):
             args = fx.node.map_aggregate(node.args, read)
             kwargs = fx.node.map_aggregate(node.kwargs, read)
             if node.op == "placeholder":
@@ -201,6 +203,10 @@ class Interpreter:
                     env[node.args[0]] = env[node]  # `squeeze_` reshapes its operand for later users too
             elif node.op == "output":
                 result = args[0]
+            del args, kwargs
+            for a in node.all_input_nodes:
+                if last.get(a) == k:
+                    env.pop(a, None)
         return result
 
     def constant(self, shapes: Any) -> Any:
