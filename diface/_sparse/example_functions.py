@@ -88,7 +88,8 @@ def arrowhead(xp: Any, n: int) -> Maker:
 def total_variation_2d(xp: Any, m: int, eps: float = 1e-2) -> Maker:
     """A smoothed total-variation energy of an m-by-m image (scalar): Σ √((∂ᵢu)² + (∂ⱼu)² + ε) with
     forward differences. Each cell couples (i, j), (i+1, j) and (i, j+1): its Hessian has 7 nonzeros a
-    row inside the grid, and a star coloring with at most 6 colors."""
+    row inside the grid (a triangulated grid), which greedy star colorings cover with 8 or 9 colors (no
+    periodic star coloring has fewer than 7) and acyclic ones with 4 or 5."""
 
     def f(x: Any) -> Any:
         u = x.reshape(m, m)
