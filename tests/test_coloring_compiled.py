@@ -24,6 +24,7 @@ KERNELS = (
     "greedy_distance1",
     "greedy_star",
     "greedy_acyclic",
+    "column_graph",
 )
 
 
@@ -125,6 +126,18 @@ def test_colorings_equal_with_and_without_kernels(kind, kernels, monkeypatch):
             if a is not None:
                 np.testing.assert_array_equal(a, b, err_msg=f"{name} {side}")
         assert fast.order == slow.order
+
+
+@pytest.mark.parametrize("name", list(JACOBIANS))
+def test_column_graph_kernel_equals_numpy(name, kernels, monkeypatch):
+    pattern = JACOBIANS[name]
+    for target in (pattern, pattern.T):
+        ptr, idx = column_graph(target)
+        monkeypatch.setattr(_compiled, "ENABLED", False)
+        expected = column_graph(target)
+        monkeypatch.setattr(_compiled, "ENABLED", True)
+        np.testing.assert_array_equal(ptr, expected[0])
+        np.testing.assert_array_equal(idx, expected[1])
 
 
 def test_kernels_off_run_the_pure_functions(pure, monkeypatch):

@@ -355,3 +355,39 @@ def greedy_acyclic(ptr: np.ndarray, idx: np.ndarray, order: np.ndarray, edge: np
                 if root_e != root_f:
                     parent[root_e] = root_f
     return color
+
+
+# graphs -------------------------------------------------------------------------------------------
+
+
+def column_graph(
+    n: int, col_ptr: np.ndarray, col_rows: np.ndarray, row_ptr: np.ndarray, row_cols: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_graph.column_graph` of the (m, n) pattern with CSR `(row_ptr, row_cols)` and CSC `(col_ptr,
+    col_rows)`: two passes over each column's rows' columns (count, then fill), each list then sorted."""
+    seen = np.full(n, -1, dtype=np.intp)  # seen[k] == j: k is already a neighbour of j
+    ptr = np.zeros(n + 1, dtype=np.intp)
+    for j in range(n):
+        count = 0
+        for p in range(col_ptr[j], col_ptr[j + 1]):
+            r = col_rows[p]
+            for q in range(row_ptr[r], row_ptr[r + 1]):
+                k = row_cols[q]
+                if k != j and seen[k] != j:
+                    seen[k] = j
+                    count += 1
+        ptr[j + 1] = ptr[j] + count
+    idx = np.empty(ptr[n], dtype=np.intp)
+    seen[:] = -1
+    for j in range(n):
+        top = ptr[j]
+        for p in range(col_ptr[j], col_ptr[j + 1]):
+            r = col_rows[p]
+            for q in range(row_ptr[r], row_ptr[r + 1]):
+                k = row_cols[q]
+                if k != j and seen[k] != j:
+                    seen[k] = j
+                    idx[top] = k
+                    top += 1
+        idx[ptr[j] : top] = np.sort(idx[ptr[j] : top])
+    return ptr, idx
