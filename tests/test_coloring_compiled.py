@@ -12,8 +12,15 @@ import pytest
 
 from diface._sparse import GreedyColoring, _acyclic, _compiled, _distance1, _orders, _star
 from diface._sparse._graph import adjacency_graph, column_graph
-from diface._sparse._pattern import INDEX, Pattern
-from diface._sparse.examples import banded, brusselator_2d, laplacian_2d, random_pattern, tridiagonal
+from diface._sparse.examples import (
+    arrowhead,
+    banded,
+    brusselator_2d,
+    laplacian_2d,
+    random_pattern,
+    total_variation_2d,
+    tridiagonal,
+)
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 ORDERS = ("natural", "largest_first", "smallest_last", "incidence_degree", "dynamic_largest_first", "random")
@@ -28,36 +35,18 @@ KERNELS = (
 )
 
 
-def arrowhead_sparse(n: int, width: int) -> Pattern:
-    d = np.arange(n, dtype=INDEX)
-    w = np.arange(width, dtype=INDEX)
-    rows = np.concatenate([d, np.repeat(w, n), np.tile(d, width)])
-    cols = np.concatenate([d, np.tile(d, width), np.repeat(w, n)])
-    return Pattern.from_coo(rows, cols, (n, n))
-
-
-def total_variation(nx: int) -> Pattern:
-    """The Hessian pattern of sum_ij sqrt((u[i+1,j]-u[i,j])^2 + (u[i,j+1]-u[i,j])^2) on an nx-by-nx grid."""
-    i, j = np.divmod(np.arange(nx * nx, dtype=INDEX), nx)
-    a = (i * nx + j)[(i < nx - 1) & (j < nx - 1)]
-    b, c = a + nx, a + 1
-    rows = np.concatenate([np.arange(nx * nx), a, b, a, c, b, c])
-    cols = np.concatenate([np.arange(nx * nx), b, a, c, a, c, b])
-    return Pattern.from_coo(rows, cols, (nx * nx, nx * nx))
-
-
 JACOBIANS = {
     "tridiagonal": tridiagonal(60),
     "banded": banded(50, 2, 3),
     "laplacian": laplacian_2d(9),
     "brusselator": brusselator_2d(5),
-    "arrowhead": arrowhead_sparse(40, 2),
+    "arrowhead": arrowhead(40, 2),
     "random": random_pattern(70, 50, 0.06, 1),
 }
 HESSIANS = {
-    "tv": total_variation(9),
+    "tv": total_variation_2d(9),
     "laplacian": laplacian_2d(8, periodic=True),
-    "arrowhead": arrowhead_sparse(30, 3),
+    "arrowhead": arrowhead(30, 3),
     "random": random_pattern(60, 60, 0.08, 2, symmetric=True),
 }
 GRAPHS = {f"columns of {k}": column_graph(p) for k, p in JACOBIANS.items()}
@@ -162,4 +151,4 @@ def test_targets_at_kernel_sizes():
     color counts."""
     assert GreedyColoring().color(tridiagonal(80_000), "column").ncolors == 3
     assert GreedyColoring().color(laplacian_2d(200), "column").ncolors == 5
-    assert GreedyColoring().color(arrowhead_sparse(80_000, 1), "bicolor").ncolors == 3
+    assert GreedyColoring().color(arrowhead(80_000, 1), "bicolor").ncolors == 3
