@@ -389,5 +389,14 @@ def column_graph(
                     seen[k] = j
                     idx[top] = k
                     top += 1
-        idx[ptr[j] : top] = np.sort(idx[ptr[j] : top])
+        if top - ptr[j] > 32:
+            idx[ptr[j] : top] = np.sort(idx[ptr[j] : top])
+        else:  # insertion sort, in place: no allocation for the short lists of a stencil
+            for p in range(ptr[j] + 1, top):
+                k = idx[p]
+                q = p - 1
+                while q >= ptr[j] and idx[q] > k:
+                    idx[q + 1] = idx[q]
+                    q -= 1
+                idx[q + 1] = k
     return ptr, idx
