@@ -152,3 +152,19 @@ def test_targets_at_kernel_sizes():
     assert GreedyColoring().color(tridiagonal(80_000), "column").ncolors == 3
     assert GreedyColoring().color(laplacian_2d(200), "column").ncolors == 5
     assert GreedyColoring().color(arrowhead(80_000, 1), "bicolor").ncolors == 3
+
+
+@pytest.mark.parametrize("name", list(HESSIANS))
+def test_mirror_and_reverse_positions(name):
+    """The position of (j, i) for each (i, j), in the pattern and in its adjacency graph."""
+    from diface._sparse._graph import reverse_positions
+
+    pattern = HESSIANS[name]
+    mirror = pattern.mirror_positions()
+    np.testing.assert_array_equal(pattern.rows[mirror], pattern.cols)
+    np.testing.assert_array_equal(pattern.cols[mirror], pattern.rows)
+    ptr, idx = adjacency_graph(pattern)
+    reverse = reverse_positions(ptr, idx)
+    src = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+    np.testing.assert_array_equal(src[reverse], idx)
+    np.testing.assert_array_equal(idx[reverse], src)

@@ -94,8 +94,11 @@ def adjacency_graph(pattern: Pattern) -> tuple[np.ndarray, np.ndarray]:
 
 
 def reverse_positions(ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """For each position p of the symmetric graph `(ptr, idx)` (the edge u→v), the position of v→u."""
-    n = ptr.size - 1
-    src = np.repeat(np.arange(n, dtype=INDEX), np.diff(ptr))
-    keys = src * max(n, 1) + idx
-    return np.searchsorted(keys, idx * max(n, 1) + src).astype(INDEX)
+    """For each position p of the symmetric graph `(ptr, idx)` (the edge u→v), the position of v→u.
+
+    Sorting the edges by their end v (stably: by (v, u), each list being sorted) lists them as v→u in the
+    graph's own order, so the position of v→u is the rank of u→v in that sort."""
+    order = np.argsort(idx, kind="stable")
+    reverse = np.empty(idx.size, dtype=INDEX)
+    reverse[order] = np.arange(idx.size, dtype=INDEX)
+    return reverse

@@ -197,7 +197,6 @@ def acyclic_plan(pattern: Pattern, colors: np.ndarray, ncolors: int) -> Decompre
     `H[u, p] = B[u, colors[p]] - sum(H[u, c] for the children c of u)`; edges are computed deepest
     first, one vectorized step per depth (as many steps as the largest tree radius). Diagonal entries
     are read directly: `H[i, i] = B[i, colors[i]]`."""
-    n = pattern.shape[0]
     rows, cols = pattern.rows, pattern.cols
     forest = peel(pattern, colors)
     diagonal = np.flatnonzero(rows == cols)
@@ -240,8 +239,7 @@ def acyclic_plan(pattern: Pattern, colors: np.ndarray, ncolors: int) -> Decompre
     offsets = np.concatenate(([direct.size], direct.size + np.cumsum([s.source.size for s in steps])))
     edge_at = np.full(pattern.nnz, -1, dtype=INDEX)
     edge_at[forest.upper] = np.arange(edges, dtype=INDEX)
-    keys = rows * max(n, 1) + cols
-    reverse = np.searchsorted(keys, cols * max(n, 1) + rows)
+    reverse = pattern.mirror_positions()
     lower = rows > cols
     edge_at[lower] = edge_at[reverse[lower]]
     final = np.empty(pattern.nnz, dtype=INDEX)
