@@ -139,12 +139,8 @@ def _symmetric_distance1(pattern: Pattern, colors: Any, what: str) -> np.ndarray
 def direct_sides(pattern: Pattern, colors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each nonzero (i, j) of a symmetric pattern with a distance-1 coloring: whether it is alone in
     `(H S)[i, colors[j]]` (`(nnz,)` booleans), and the position of (j, i)."""
-    rows, cols = pattern.rows, pattern.cols
-    n = pattern.shape[0]
-    alone = multiplicity(rows, colors[cols]) == 1
-    keys = rows * max(n, 1) + cols
-    reverse = np.searchsorted(keys, cols * max(n, 1) + rows).astype(INDEX)
-    return alone, reverse
+    alone = multiplicity(pattern.rows, colors[pattern.cols]) == 1
+    return alone, pattern.mirror_positions()
 
 
 def check_star_coloring(pattern: Pattern, colors: Any) -> np.ndarray:
