@@ -69,7 +69,13 @@ def kernel(name: str, size: int) -> Callable | None:
         return None
     if name not in _jitted:
         numba = _load_numba()
-        _jitted[name] = None if numba is None else numba.njit(cache=True, nogil=True)(globals()[name])
+        if numba is None:
+            _jitted[name] = None
+        else:
+            try:
+                _jitted[name] = numba.njit(cache=True, nogil=True)(globals()[name])
+            except RuntimeError:  # no writable cache directory: compile in each process
+                _jitted[name] = numba.njit(nogil=True)(globals()[name])
     return _jitted[name]
 
 
