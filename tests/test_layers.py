@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "diface._errors",
             "diface._table",
             "diface._sparse._graph",
+            "diface._sparse._compiled",
             "diface._sparse._orders",
             "diface._sparse._distance1",
             "diface._sparse._star",

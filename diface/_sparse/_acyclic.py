@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _compiled
 from ._graph import reverse_positions
 from ._pattern import INDEX
 
@@ -26,8 +27,12 @@ def greedy_acyclic(ptr: np.ndarray, idx: np.ndarray, order: np.ndarray) -> np.nd
     """`(n,)` colors 0, 1, ... forming an acyclic coloring of the graph `(ptr, idx)`, visiting vertices
     in `order`."""
     n = ptr.size - 1
+    edges = np.minimum(np.arange(idx.size, dtype=INDEX), reverse_positions(ptr, idx))
+    fast = _compiled.kernel("greedy_acyclic", n + idx.size)
+    if fast is not None:
+        return fast(ptr, idx, order, edges)
     P, A = ptr.tolist(), idx.tolist()
-    edge = np.minimum(np.arange(idx.size, dtype=INDEX), reverse_positions(ptr, idx)).tolist()
+    edge = edges.tolist()
     parent = list(range(idx.size))  # disjoint sets of edges (by the position of one direction)
 
     def find(e: int) -> int:

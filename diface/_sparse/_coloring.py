@@ -36,7 +36,7 @@ from ._plans import DecompressionPlan, acyclic_plan, bicoloring_plan, column_pla
 from ._star import greedy_star
 from ._validate import (
     ColoringError,
-    check_acyclic_coloring,
+    acyclic_forest,
     check_bicoloring,
     check_column_coloring,
     check_row_coloring,
@@ -287,7 +287,8 @@ class Coloring:
         elif self.kind == "star":
             cc = check_star_coloring(pattern, cc)
         elif self.kind == "acyclic":
-            cc = check_acyclic_coloring(pattern, cc)
+            cc, forest = acyclic_forest(pattern, cc)
+            self._cache["forest"] = forest  # for the plan (peeling costs as much as the rest of it)
         else:
             cc, rc = check_bicoloring(pattern, cc, rc)
         object.__setattr__(self, "column_colors", _frozen(cc))
@@ -335,7 +336,7 @@ class Coloring:
             elif self.kind == "star":
                 plan = star_plan(p, _given(cc), self.forward)
             elif self.kind == "acyclic":
-                plan = acyclic_plan(p, _given(cc), self.forward)
+                plan = acyclic_plan(p, _given(cc), self.forward, self._cache.pop("forest", None))
             else:
                 plan = bicoloring_plan(p, _given(cc), _given(rc), self.forward, self.reverse)
             self._cache["plan"] = plan

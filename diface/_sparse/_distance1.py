@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _compiled
 from ._pattern import INDEX
 
 __all__ = ["greedy_distance1"]
@@ -24,6 +25,9 @@ def greedy_distance1(ptr: np.ndarray, idx: np.ndarray, order: np.ndarray) -> np.
     n = ptr.size - 1
     if n == 0:
         return np.zeros(0, dtype=INDEX)
+    fast = _compiled.kernel("greedy_distance1", n + idx.size)
+    if fast is not None:
+        return fast(ptr, idx, order)
     degree = np.diff(ptr)
     P, A = ptr.tolist(), idx.tolist()
     color = [-1] * n

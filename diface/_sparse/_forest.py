@@ -1,5 +1,6 @@
 """The two-colored forests of an acyclic coloring, peeled leaf by leaf (vectorized, one NumPy pass per
-round), for checking acyclicity and for planning substitution.
+round over that round's leaves only: O(edges) in all, plus a few NumPy calls per round), for checking
+acyclicity and for planning substitution.
 
 For a symmetric pattern with colors `(n,)`, each off-diagonal nonzero {u, v} (u < v) lies in the
 subgraph spanned by the colors of u and v. The vertices of that subgraph are the *nodes* (vertex, color
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._graph import sorted_unique
+from ._graph import expand_ranges, sorted_unique
 from ._pattern import INDEX, Pattern
 
 __all__ = ["Forest", "peel"]
@@ -53,16 +54,21 @@ def peel(pattern: Pattern, colors: np.ndarray) -> Forest:
     nodes = node_keys.size
     degree = np.bincount(a, minlength=nodes) + np.bincount(b, minlength=nodes)
     edges = upper.size
+    # the edges at each node (CSR), to find a leaf's one remaining edge
+    at_node = np.argsort(np.concatenate([a, b]), kind="stable") % max(edges, 1)
+    node_ptr = np.zeros(nodes + 1, dtype=INDEX)
+    np.cumsum(degree, out=node_ptr[1:])
     child = np.empty(edges, dtype=INDEX)
     parent = np.empty(edges, dtype=INDEX)
     rounds: list[np.ndarray] = []
-    active = np.arange(edges, dtype=INDEX)
-    while active.size:
-        leaf_a = degree[a[active]] == 1
-        go = leaf_a | (degree[b[active]] == 1)
-        if not go.any():
-            first_pair = pair[active[0]]
-            core = active[pair[active] == first_pair]  # what peeling leaves holds a cycle
+    active = np.ones(edges, dtype=bool)
+    remaining = edges
+    leaves = np.flatnonzero(degree == 1)
+    while remaining:
+        if not leaves.size:
+            left = np.flatnonzero(active)
+            first_pair = pair[left[0]]
+            core = left[pair[left] == first_pair]  # what peeling leaves holds a cycle
             cycle = (
                 int(first_pair // ncolors),
                 int(first_pair % ncolors),
@@ -70,14 +76,18 @@ def peel(pattern: Pattern, colors: np.ndarray) -> Forest:
             )
             empty = np.zeros(0, dtype=INDEX)
             return Forest(upper, empty, empty, empty, empty, empty, cycle)
-        done = active[go]
-        leaf_a = leaf_a[go]
+        # the edges with a leaf end (a node is a leaf once: its edge goes in that round)
+        near = at_node[expand_ranges(node_ptr[leaves], node_ptr[leaves + 1] - node_ptr[leaves])]
+        done = sorted_unique(near[active[near]])
+        leaf_a = degree[a[done]] == 1
         child[done] = np.where(leaf_a, a[done], b[done])
         parent[done] = np.where(leaf_a, b[done], a[done])
-        np.subtract.at(degree, a[done], 1)
-        np.subtract.at(degree, b[done], 1)
+        touched = np.concatenate([a[done], b[done]])
+        np.subtract.at(degree, touched, 1)
+        active[done] = False
+        remaining -= done.size
         rounds.append(done)
-        active = active[~go]
+        leaves = sorted_unique(touched[degree[touched] == 1])  # only a touched node can become a leaf
     node_depth = np.zeros(nodes, dtype=INDEX)
     for done in reversed(rounds):
         node_depth[child[done]] = node_depth[parent[done]] + 1

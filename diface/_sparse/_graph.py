@@ -7,7 +7,8 @@ neighbours of vertex v, sorted, without v itself.
 - `adjacency_graph(pattern)`: the graph of a symmetric (n, n) pattern (n vertices; i and j adjacent when
   (i, j) is an off-diagonal nonzero), which star and acyclic colorings color.
 
-Both are built with vectorized NumPy, in blocks of vertices so that the temporary pair lists stay small.
+Both are built with vectorized NumPy, in blocks of vertices so that the temporary pair lists stay small
+(the column intersection graph by a compiled kernel instead where `_compiled` has one: the same graph).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import itertools
 
 import numpy as np
 
+from . import _compiled
 from ._pattern import INDEX, Pattern
 
 __all__ = ["adjacency_graph", "column_graph", "expand_ranges", "reverse_positions", "sorted_unique"]
@@ -55,6 +57,10 @@ def column_graph(pattern: Pattern) -> tuple[np.ndarray, np.ndarray]:
     if n == 0 or pattern.nnz == 0:
         return np.zeros(n + 1, dtype=INDEX), np.zeros(0, dtype=INDEX)
     t = pattern.T  # CSR of the transpose: the rows of each column
+    fast = _compiled.kernel("column_graph", n + pattern.nnz)
+    if fast is not None:
+        ptr, idx = fast(n, t.indptr, t.indices, pattern.indptr, pattern.indices)
+        return ptr, idx
     row_len = pattern.row_counts()
     # pairs contributed by each column: the lengths of its rows, summed
     per_col = np.bincount(t.rows, weights=row_len[t.indices], minlength=n).astype(INDEX)
@@ -88,8 +94,11 @@ def adjacency_graph(pattern: Pattern) -> tuple[np.ndarray, np.ndarray]:
 
 
 def reverse_positions(ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """For each position p of the symmetric graph `(ptr, idx)` (the edge u→v), the position of v→u."""
-    n = ptr.size - 1
-    src = np.repeat(np.arange(n, dtype=INDEX), np.diff(ptr))
-    keys = src * max(n, 1) + idx
-    return np.searchsorted(keys, idx * max(n, 1) + src).astype(INDEX)
+    """For each position p of the symmetric graph `(ptr, idx)` (the edge u→v), the position of v→u.
+
+    Sorting the edges by their end v (stably: by (v, u), each list being sorted) lists them as v→u in the
+    graph's own order, so the position of v→u is the rank of u→v in that sort."""
+    order = np.argsort(idx, kind="stable")
+    reverse = np.empty(idx.size, dtype=INDEX)
+    reverse[order] = np.arange(idx.size, dtype=INDEX)
+    return reverse

@@ -10,13 +10,15 @@ Each function returns an `(n,)` permutation: the order in which the greedy color
 - `incidence_degree`: next, the vertex with the most neighbours already ordered (Coleman & Moré);
 - `dynamic_largest_first`: next, the vertex with the most neighbours not yet ordered.
 
-The dynamic orders use bucket queues with lazy deletion: O(n + |E|) Python steps.
+The dynamic orders use bucket queues with lazy deletion: O(n + |E|) steps, compiled where `_compiled` can
+(the same order).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import _compiled
 from ._pattern import INDEX
 
 __all__ = ["ORDERS", "compute_order"]
@@ -38,6 +40,9 @@ def smallest_last(ptr: np.ndarray, idx: np.ndarray, seed: int = 0) -> np.ndarray
     n = ptr.size - 1
     if n == 0:
         return np.zeros(0, dtype=INDEX)
+    fast = _compiled.kernel("smallest_last", n + idx.size)
+    if fast is not None:
+        return fast(ptr, idx)
     degree = np.diff(ptr)
     P, A, key = ptr.tolist(), idx.tolist(), degree.tolist()  # key: degree among the vertices left, -1 once removed
     buckets: list[list[int]] = [[] for _ in range(int(degree.max()) + 1)]
@@ -72,6 +77,9 @@ def dynamic_largest_first(ptr: np.ndarray, idx: np.ndarray, seed: int = 0) -> np
     n = ptr.size - 1
     if n == 0:
         return np.zeros(0, dtype=INDEX)
+    fast = _compiled.kernel("dynamic_largest_first", n + idx.size)
+    if fast is not None:
+        return fast(ptr, idx)
     degree = np.diff(ptr)
     P, A, key = ptr.tolist(), idx.tolist(), degree.tolist()  # key: degree among the vertices left, -1 once taken
     buckets: list[list[int]] = [[] for _ in range(int(degree.max()) + 1)]
@@ -112,7 +120,11 @@ def incidence_degree(ptr: np.ndarray, idx: np.ndarray, seed: int = 0) -> np.ndar
     key = [0] * n  # neighbours already ordered, -1 once ordered
     buckets: list[list[int]] = [[] for _ in range(int(degree.max()) + 1)]
     # ties (at first, all) go to the vertex of largest degree, then the lowest index
-    buckets[0] = np.lexsort((-np.arange(n), degree)).tolist()
+    first = np.lexsort((-np.arange(n), degree)).astype(INDEX)
+    fast = _compiled.kernel("incidence_degree", n + idx.size)
+    if fast is not None:
+        return fast(ptr, idx, first)
+    buckets[0] = first.tolist()
     order = []
     level = 0
     for _ in range(n):

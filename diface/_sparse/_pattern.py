@@ -188,6 +188,17 @@ class Pattern:
             self._cache["T"] = t
         return self._cache["T"]
 
+    def mirror_positions(self) -> np.ndarray:
+        """`(nnz,)`, for a symmetric pattern: the position (CSR order) of the nonzero (j, i), for each
+        nonzero (i, j). The CSC order lists (j, i) where the CSR order lists (i, j), so this inverts
+        `transpose_perm` (kept with the pattern)."""
+        if "mirror" not in self._cache:
+            perm = self.transpose_perm
+            mirror = np.empty(perm.size, dtype=INDEX)
+            mirror[perm] = np.arange(perm.size, dtype=INDEX)
+            self._cache["mirror"] = _readonly(mirror)
+        return self._cache["mirror"]
+
     def memo(self, key: Any, make: Callable[[], Any]) -> Any:
         """`make()`, made once per `key` and kept with this pattern: an array library's copy of the index
         arrays (on a device), say, that every result of one preparation shares."""

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ._forest import peel
+from ._forest import Forest, peel
 from ._pattern import INDEX, Pattern
 from ._validate import bicoloring_sides, direct_sides
 
@@ -190,16 +190,15 @@ def star_plan(pattern: Pattern, colors: np.ndarray, ncolors: int) -> Decompressi
     return DecompressionPlan(pattern.shape, pattern.nnz, ncolors, 0, _as_index(index))
 
 
-def acyclic_plan(pattern: Pattern, colors: np.ndarray, ncolors: int) -> DecompressionPlan:
+def acyclic_plan(pattern: Pattern, colors: np.ndarray, ncolors: int, forest: Forest | None = None) -> DecompressionPlan:
     """Recover a symmetric H from `B = H S` by substitution (`colors` a valid acyclic coloring).
 
     In each two-colored tree, rooted at a center, the edge from a vertex u to its parent p satisfies
     `H[u, p] = B[u, colors[p]] - sum(H[u, c] for the children c of u)`; edges are computed deepest
     first, one vectorized step per depth (as many steps as the largest tree radius). Diagonal entries
-    are read directly: `H[i, i] = B[i, colors[i]]`."""
-    n = pattern.shape[0]
+    are read directly: `H[i, i] = B[i, colors[i]]`. `forest`: `peel(pattern, colors)` if already made."""
     rows, cols = pattern.rows, pattern.cols
-    forest = peel(pattern, colors)
+    forest = peel(pattern, colors) if forest is None else forest
     diagonal = np.flatnonzero(rows == cols)
     direct = rows[diagonal] * ncolors + colors[rows[diagonal]]
     depth = forest.depth
@@ -240,8 +239,7 @@ def acyclic_plan(pattern: Pattern, colors: np.ndarray, ncolors: int) -> Decompre
     offsets = np.concatenate(([direct.size], direct.size + np.cumsum([s.source.size for s in steps])))
     edge_at = np.full(pattern.nnz, -1, dtype=INDEX)
     edge_at[forest.upper] = np.arange(edges, dtype=INDEX)
-    keys = rows * max(n, 1) + cols
-    reverse = np.searchsorted(keys, cols * max(n, 1) + rows)
+    reverse = pattern.mirror_positions()
     lower = rows > cols
     edge_at[lower] = edge_at[reverse[lower]]
     final = np.empty(pattern.nnz, dtype=INDEX)

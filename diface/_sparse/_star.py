@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _compiled
 from ._pattern import INDEX
 
 __all__ = ["greedy_star"]
@@ -28,6 +29,9 @@ def greedy_star(ptr: np.ndarray, idx: np.ndarray, order: np.ndarray) -> np.ndarr
     """`(n,)` colors 0, 1, ... forming a star coloring of the graph `(ptr, idx)`, visiting vertices in
     `order`."""
     n = ptr.size - 1
+    fast = _compiled.kernel("greedy_star", n + idx.size)
+    if fast is not None:
+        return fast(ptr, idx, order)
     P, A = ptr.tolist(), idx.tolist()
     color = [-1] * n
     # around[w][c]: the one colored neighbour of w with color c, or -1 where there are several

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import DifaceError
-from ._forest import peel
+from ._forest import Forest, peel
 from ._pattern import INDEX, Pattern
 
 __all__ = [
@@ -139,12 +139,8 @@ def _symmetric_distance1(pattern: Pattern, colors: Any, what: str) -> np.ndarray
 def direct_sides(pattern: Pattern, colors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each nonzero (i, j) of a symmetric pattern with a distance-1 coloring: whether it is alone in
     `(H S)[i, colors[j]]` (`(nnz,)` booleans), and the position of (j, i)."""
-    rows, cols = pattern.rows, pattern.cols
-    n = pattern.shape[0]
-    alone = multiplicity(rows, colors[cols]) == 1
-    keys = rows * max(n, 1) + cols
-    reverse = np.searchsorted(keys, cols * max(n, 1) + rows).astype(INDEX)
-    return alone, reverse
+    alone = multiplicity(pattern.rows, colors[pattern.cols]) == 1
+    return alone, pattern.mirror_positions()
 
 
 def check_star_coloring(pattern: Pattern, colors: Any) -> np.ndarray:
@@ -167,8 +163,14 @@ def check_star_coloring(pattern: Pattern, colors: Any) -> np.ndarray:
 
 def check_acyclic_coloring(pattern: Pattern, colors: Any) -> np.ndarray:
     """Raise `ColoringError` unless `colors` `(n,)` is an acyclic coloring of the symmetric `pattern`."""
+    return acyclic_forest(pattern, colors)[0]
+
+
+def acyclic_forest(pattern: Pattern, colors: Any) -> tuple[np.ndarray, Forest]:
+    """`check_acyclic_coloring`, also returning the peeled forests (what a substitution plan is built on)."""
     colors = _symmetric_distance1(pattern, colors, "acyclic")
-    cycle = peel(pattern, colors).cycle
+    forest = peel(pattern, colors)
+    cycle = forest.cycle
     if cycle is not None:
         a, b, vertices = cycle
         shown = ", ".join(map(str, vertices[:12].tolist())) + (", ..." if vertices.size > 12 else "")
@@ -176,7 +178,7 @@ def check_acyclic_coloring(pattern: Pattern, colors: Any) -> np.ndarray:
             f"invalid acyclic coloring: colors {a} and {b} form a cycle among vertices {shown}, so "
             f"substitution cannot recover those entries"
         )
-    return colors
+    return colors, forest
 
 
 def bicoloring_sides(pattern: Pattern, column_colors: np.ndarray, row_colors: np.ndarray) -> tuple:

@@ -9,6 +9,8 @@ array([[1, 1, 0, 0],
 Pattern(shape=(10000, 10000), nnz=49600)
 >>> brusselator_2d(32)
 Pattern(shape=(2048, 2048), nnz=12288)
+>>> total_variation_2d(4).to_dense().sum(1)
+array([3, 5, 5, 3, 5, 7, 7, 3, 5, 7, 7, 3, 3, 3, 3, 1])
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "brusselator_2d",
     "laplacian_2d",
     "random_pattern",
+    "total_variation_2d",
     "tridiagonal",
 ]
 
@@ -78,12 +81,27 @@ def brusselator_2d(n: int = 32) -> Pattern:
 
 def arrowhead(n: int, width: int = 1) -> Pattern:
     """(n, n): `width` dense leading rows and columns, plus the diagonal. One-sided colorings need n
-    colors; a bicoloring needs about 2·width + 1."""
-    dense = np.zeros((n, n), dtype=bool)
-    dense[:width, :] = True
-    dense[:, :width] = True
-    np.fill_diagonal(dense, True)
-    return Pattern.from_dense(dense)
+    colors; a bicoloring needs about 2·width + 1. Built from its nonzeros (O(n·width) memory)."""
+    width = min(width, n)
+    diagonal = np.arange(n, dtype=INDEX)
+    lines = np.arange(width, dtype=INDEX)
+    rows = np.concatenate([diagonal, np.repeat(lines, n), np.tile(diagonal, width)])
+    cols = np.concatenate([diagonal, np.tile(diagonal, width), np.repeat(lines, n)])
+    return Pattern.from_coo(rows, cols, (n, n))
+
+
+def total_variation_2d(nx: int, ny: int | None = None) -> Pattern:
+    """(nx·ny, nx·ny): the Hessian of the total variation `sum_ij sqrt((u[i+1,j] - u[i,j])² + (u[i,j+1] -
+    u[i,j])²)` on an nx-by-ny grid (row-major points): each cell couples (i, j), (i+1, j) and (i, j+1)
+    pairwise, so each point has up to 6 neighbours (a triangulated grid), plus the diagonal."""
+    ny = nx if ny is None else ny
+    i, j = np.divmod(np.arange(nx * ny, dtype=INDEX), ny)
+    here = (i * ny + j)[(i < nx - 1) & (j < ny - 1)]
+    down, right = here + ny, here + 1
+    points = np.arange(nx * ny, dtype=INDEX)
+    rows = np.concatenate([points, here, down, here, right, down, right])
+    cols = np.concatenate([points, down, here, right, here, right, down])
+    return Pattern.from_coo(rows, cols, (nx * ny, nx * ny))
 
 
 def block_diagonal(blocks: int, size: int, m_size: int | None = None) -> Pattern:
