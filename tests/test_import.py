@@ -9,6 +9,9 @@ import sys
 PROBE = """
 import json, sys, time
 start = time.perf_counter()
+import numpy
+numpy_seconds = time.perf_counter() - start
+start = time.perf_counter()
 import diface
 import diface.testing
 elapsed = time.perf_counter() - start
@@ -16,6 +19,7 @@ backend = diface.AutoFiniteDiff()
 available = diface.check_available(backend)
 print(json.dumps({
     "seconds": elapsed,
+    "numpy_seconds": numpy_seconds,
     "frameworks": [m for m in ("torch", "jax", "jaxlib", "autograd") if m in sys.modules],
     "available": available,
 }))
@@ -32,5 +36,12 @@ def test_import_loads_no_framework():
 
 
 def test_import_is_fast():
-    # best of three fresh interpreters (the first may pay for cold disk caches)
-    assert min(_probe()["seconds"] for _ in range(3)) < 0.3
+    """diface's own import (NumPy already loaded) against NumPy's, in the same fresh interpreter: a ratio,
+    since absolute times move with the machine's load (0.27 s idle, over 0.3 s under xdist). It measures
+    4-6; importing SciPy or a framework eagerly would take it past 10. Best of five interpreters (the
+    first may pay for cold disk caches)."""
+    ratios = []
+    for _ in range(5):
+        probe = _probe()
+        ratios.append(probe["seconds"] / max(probe["numpy_seconds"], 1e-3))
+    assert min(ratios) < 8, f"import diface takes {min(ratios):.1f}x as long as import numpy"
