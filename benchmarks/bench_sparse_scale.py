@@ -150,7 +150,7 @@ def run_asdex(case: str, scale: float) -> dict:
     jac(x1).data.block_until_ready()
     first = time.perf_counter() - start
     call = _best(lambda: jac(x1).data.block_until_ready())
-    colors = int(getattr(colored, "num_colors", 0) or 0) or str(colored).split(" colors")[0].rsplit(" ", 1)[-1]
+    colors = int(colored.num_colors)
     return {"n": n, "colors": colors, "prepare": prepare, "first": first, "call": call, "peak_mb": _peak_mb()}
 
 

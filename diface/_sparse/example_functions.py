@@ -22,12 +22,6 @@ __all__ = ["arrowhead", "brusselator_2d", "laplacian_2d", "stencil_1d", "total_v
 Maker = tuple[Callable[[Any], Any], int]
 
 
-def _roll(xp: Any, a: Any, shift: int, axis: int) -> Any:
-    if hasattr(xp, "roll"):
-        return xp.roll(a, shift, axis)
-    return xp.roll(a, shifts=shift, dims=axis)  # pragma: no cover - every namespace used has roll
-
-
 def stencil_1d(xp: Any, n: int) -> Maker:
     """A three-point stencil with a quadratic term, (n - 2) outputs: `examples.tridiagonal` less its
     first and last rows."""
@@ -64,7 +58,7 @@ def brusselator_2d(xp: Any, m: int, alpha: float = 10.0) -> Maker:
     h = 1.0 / (m - 1)
 
     def lap(w: Any) -> Any:
-        near = _roll(xp, w, 1, 0) + _roll(xp, w, -1, 0) + _roll(xp, w, 1, 1) + _roll(xp, w, -1, 1)
+        near = xp.roll(w, 1, 0) + xp.roll(w, -1, 0) + xp.roll(w, 1, 1) + xp.roll(w, -1, 1)
         return (near - 4 * w) / h**2
 
     def f(x: Any) -> Any:
