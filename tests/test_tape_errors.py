@@ -118,15 +118,10 @@ def test_scipy_digamma_has_second_derivatives_now():
 
 
 def test_conversions_to_plain_arrays_are_refused_with_the_call():
-    def f(x):
-        return np.sum(np.asarray(x))  # asarray here
-
-    message = refusal(f)
-    assert_names(message, "`np.asarray(x)`", "# asarray here")
-    assert "isinstance(x, np.ndarray)" in message and "np.ndim(x)" in message
+    outside = np.zeros(3)
 
     def g(x):
-        out = np.zeros(3)
+        out = outside.copy()
         out[:] = x  # store here
         return np.sum(out)
 

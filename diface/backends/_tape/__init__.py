@@ -14,8 +14,10 @@ imports another inside a function), checked by tests/test_tape_layers.py.
 3. the tracer: `_tracer`, the traced array NumPy dispatches to (its Python operators: `_operators`);
 4. what each NumPy function records, registered with `_dispatch` when imported: `_np_*`, `_numpy`;
    `_hooks`: SciPy's (and a few of NumPy's) Python-level functions made to dispatch to the tape, with
-   their rules in `_scipy`, `_scipy_stats` and `_np_arrange`; `_builders`: NumPy's `array`, `asarray`
-   and `asanyarray` while f is recorded (lists holding traced values stacked on the tape);
+   their rules in `_scipy`, `_scipy_stats` and `_np_arrange` (and `_scipy_solvers`: SciPy's solvers
+   and integrators, whose callbacks may not compute with traced values); `_intercept`: NumPy's conversions and
+   creation functions and the `math` module while f is recorded (conversions of traced values stay
+   traced, arrays f creates are buffers it may write traced values into, math functions record);
 5. recording and compiling: `_record` (tracing f with its contexts), `_interpret` (running a tape on
    any values, and so recording its sweeps), `_compile` (the prepared forward replay and reverse
    sweep over planned buffers), `_tangent` (the forward-mode sweep, symbolic in batches), `_seeds`
@@ -27,7 +29,6 @@ imports another inside a function), checked by tests/test_tape_layers.py.
 """
 
 from ._graph import Node, Slot, Tape
-from ._guards import TapeWarning
 from ._kernels import DerivativeKernel, GradientKernel, JacobianKernel, PullbackKernel, PushforwardKernel
 from ._linearize import TapeLinearizer
 from ._record import Recording, record, recording_for, take_recording
@@ -47,7 +48,6 @@ __all__ = [
     "TapeArray",
     "TapeLinearizer",
     "TapeSecondOrder",
-    "TapeWarning",
     "record",
     "recording_for",
     "take_recording",

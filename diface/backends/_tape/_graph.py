@@ -9,6 +9,7 @@ parameters (axes, shapes, index templates: metadata, never differentiated).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,10 +18,27 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ._sites import user_location
 
-__all__ = ["GUARD_OUTPUT", "Node", "Slot", "Tape", "Traced"]
+__all__ = ["GUARD_OUTPUT", "Node", "Slot", "Tape", "Traced", "current_tape", "recording_stack"]
 
 #: the `output` of a node that writes nothing (guards)
 GUARD_OUTPUT = -1
+
+
+_RECORDING = threading.local()  # .tapes: the tapes this thread is recording, innermost last
+
+
+def recording_stack() -> list:
+    """The tapes the calling thread is recording, innermost last (the recorder pushes and pops)."""
+    tapes = getattr(_RECORDING, "tapes", None)
+    if tapes is None:
+        tapes = _RECORDING.tapes = []
+    return tapes
+
+
+def current_tape() -> Tape | None:
+    """The tape the calling thread is recording (the innermost), or None."""
+    tapes = getattr(_RECORDING, "tapes", None)
+    return tapes[-1] if tapes else None
 
 
 class Traced:
@@ -124,12 +142,14 @@ class Tape:
         self.values.append(value)
         return len(self.slots) - 1
 
-    def literal(self, value: Any) -> int:
-        """A slot for a value fixed at recording (a Python number stays a weak Python number)."""
+    def literal(self, value: Any, owned: bool = False) -> int:
+        """A slot for a value fixed at recording (a Python number stays a weak Python number); an array is
+        copied, unless `owned` (nothing else holds it)."""
         if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
             return self.add_slot(value, "literal", False, False, weak=True)
         if isinstance(value, np.ndarray):
-            value = np.array(value, copy=True)  # the value at this point of f; later writes must not leak in
+            if not owned:
+                value = np.array(value, copy=True)  # the value at this point of f; later writes must not leak in
         else:
             value = np.asarray(value)
             if value.dtype == object:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dis
 import os
 import sys
-import warnings
 from types import FrameType
 from typing import Any
 
@@ -22,28 +21,43 @@ from ._graph import Traced
 from ._prim import Prim
 from ._sites import user_location
 
-__all__ = ["GUARD", "TapeWarning", "observe", "user_location"]
+__all__ = ["GUARD", "formatting", "observe", "refuse_escape", "user_location"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _STORE_SUBSCR = dis.opmap.get("STORE_SUBSCR")
+#: `a % b` (Python 3.11 on: BINARY_OP with NumPy's NB_REMAINDER argument; before: BINARY_MODULO)
+_BINARY_OP = dis.opmap.get("BINARY_OP")
+_REMAINDER = [op for op, _sign in getattr(dis, "_nb_ops", ())].index("NB_REMAINDER") if _BINARY_OP else -1
+_BINARY_MODULO = dis.opmap.get("BINARY_MODULO")
 
 
-class TapeWarning(UserWarning):
-    """A recording that is correct but may not be what was meant (a number taken out of the tape)."""
+def _caller_instruction() -> tuple[int, int] | None:
+    """(opcode, argument) of the instruction the innermost frame outside the tape engine is running."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_HERE):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    code = frame.f_code.co_code
+    i = frame.f_lasti
+    return (code[i], code[i + 1]) if 0 <= i < len(code) - 1 else None
 
 
 def stored_into_numpy_array() -> bool:
     """Whether the user frame is storing into a subscript (`arr[i] = traced`): NumPy converts the traced
     value with float(), which would drop its derivative."""
-    if _STORE_SUBSCR is None:
+    instruction = _caller_instruction()
+    return instruction is not None and instruction[0] == _STORE_SUBSCR
+
+
+def formatting() -> bool:
+    """Whether the number is asked for by printf-style formatting (`"%.3f" % t`, also inside `logging`):
+    the value is shown, not computed with, and its derivative is not needed."""
+    instruction = _caller_instruction()
+    if instruction is None:
         return False
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_HERE):
-        frame = frame.f_back
-    if frame is None:
-        return False
-    code = frame.f_code.co_code
-    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR
+    op, arg = instruction
+    return (op == _BINARY_OP and arg == _REMAINDER) or (_BINARY_MODULO is not None and op == _BINARY_MODULO)
 
 
 def refuse_store() -> None:
@@ -109,12 +123,13 @@ class _Guard(Prim):
 GUARD = _Guard()
 
 
-def warn_value_taken(what: str, where: str) -> None:
-    warnings.warn(
-        f"AutoTape: {what} at {where} took a value that depends on x out of the tape: it is a constant "
-        "for the derivatives (none flow through it) and prepared calls at another x raise "
-        "TapeMismatchError. Keep it an array (x[0] rather than float(x[0])), or branch on a comparison "
-        "(if x[0] > 0:).",
-        TapeWarning,
-        stacklevel=3,
+def refuse_escape(what: str, where: str) -> None:
+    """A number taken out of the tape from a value that depends on x would be a constant for the
+    derivatives: refused, naming the place and what to write instead."""
+    raise NotSupportedError(
+        f"AutoTape: {what} at {where} takes a value that depends on x out of the tape as a Python number, "
+        "which would drop its derivative. Keep it an array: x[0] rather than float(x[0]); np.exp(v) or "
+        "math.exp(v) (math's functions of traced values are recorded), v.item() and v.tolist() (they give "
+        "traced values), np.asarray(v, dtype=float) or v.astype(float) for a cast; branch on a comparison "
+        "(if v > 0:); to show it, print(v), f'{v:.3f}' or '%.3f' % v work."
     )

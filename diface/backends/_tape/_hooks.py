@@ -20,6 +20,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ._graph import current_tape
 from ._objects import holds_traced
 
 __all__ = ["HOOKS", "install", "original", "traced_argument"]
@@ -33,14 +34,22 @@ _SEEN = [-1]  # len(sys.modules) at the last look: nothing new to hook while it 
 _MARK = "__diface_tape_original__"
 
 
-def hook(module: str, path: str) -> Callable:
-    """Register a rule (a factory of it, imported on first use) for `module.path`."""
+def hook(module: str, path: str, always: bool = False) -> Callable:
+    """Register a rule (a factory of it, imported on first use) for `module.path`: it runs on traced
+    arguments, and with `always` on any call made while the calling thread records a tape (a function
+    that calls back f's code, which may compute with traced values it closes over)."""
 
     def register(factory: Callable[[], Callable]) -> Callable[[], Callable]:
         HOOKS.append((module, path, factory))
+        if always:
+            ALWAYS.add((module, path))
         return factory
 
     return register
+
+
+#: the (module, path) of hooks whose rule runs on every call made while recording
+ALWAYS: set[tuple[str, str]] = set()
 
 
 def install() -> None:
@@ -56,7 +65,7 @@ def install() -> None:
             for name in path.split("."):
                 target = getattr(target, name, None)
             if isinstance(target, types.FunctionType):
-                _swap(target, factory)
+                _swap(target, factory, (module, path) in ALWAYS)
             _DONE.add((module, path))
 
 
@@ -65,7 +74,7 @@ def original(func: Any) -> Any:
     return getattr(func, _MARK, func)
 
 
-def _swap(func: types.FunctionType, factory: Callable[[], Callable]) -> None:
+def _swap(func: types.FunctionType, factory: Callable[[], Callable], always: bool) -> None:
     if getattr(func, _MARK, None) is not None:
         return
     kept = types.FunctionType(func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__)
@@ -77,7 +86,11 @@ def _swap(func: types.FunctionType, factory: Callable[[], Callable]) -> None:
     rules: list[Callable] = []
 
     def dispatch(args: tuple, kwargs: dict) -> Any:
-        if any(traced_argument(a) for a in args) or any(traced_argument(v) for v in kwargs.values()):
+        if (
+            (always and current_tape() is not None)
+            or any(traced_argument(a) for a in args)
+            or any(traced_argument(v) for v in kwargs.values())
+        ):
             if not rules:
                 rules.append(factory())
             return rules[0](kept, *args, **kwargs)

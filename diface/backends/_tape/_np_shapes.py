@@ -480,3 +480,53 @@ def _flatnonzero(a: Any) -> Any:
 @implements(np.argwhere)
 def _argwhere(a: Any) -> Any:
     return np.stack(nonzero(a), axis=-1)
+
+
+# -- writes into a buffer by position --------------------------------------------------------------------
+@implements(np.put)
+def _put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
+    """`a.flat[ind] = v` (v repeated to the length of ind, as NumPy does)."""
+    if not isinstance(a, TapeArray):
+        refuse_store()
+    if mode != "raise":
+        raise unsupported("numpy.put", f" with mode={mode!r}")
+    ind = np.asarray(operand(ind)).reshape(-1)
+    v = operand(v)
+    flat = reshape_of(v, (-1,)) if ndim_of(v) else reshape_of(v, (1,))
+    n = shape_of(flat)[0]
+    if n != len(ind):
+        flat = np.take(flat, np.arange(len(ind)) % max(n, 1))
+    flat_view = reshape_of(a, (-1,))
+    flat_view[ind] = flat
+
+
+@implements(np.putmask)
+def _putmask(a: Any, mask: Any, values: Any) -> None:
+    """`a[mask] = values`, values repeated over the selected elements as NumPy does."""
+    if not isinstance(a, TapeArray):
+        refuse_store()
+    values = operand(values)
+    if shape_of(values) in ((), shape_of(a)):
+        a._assign(Ellipsis, WHERE(operand(mask), values, a))
+        return
+    raise unsupported("numpy.putmask", " with values of another shape than the array")
+
+
+@implements(np.fill_diagonal)
+def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
+    if not isinstance(a, TapeArray):
+        refuse_store()
+    n = min(shape_of(a))
+    idx = np.arange(n)
+    val = operand(val)
+    a[(idx,) * ndim_of(a)] = val if ndim_of(val) == 0 else reshape_of(val, (-1,))[:n]
+
+
+@implements(np.compress)
+def _compress(condition: Any, a: Any, axis: Any = None, out: Any = None) -> Any:
+    a = operand(a)
+    cond = operand(condition)
+    if axis is None:
+        a, axis = reshape_of(a, (-1,)), 0
+    (index,) = nonzero(cond)
+    return write_out(np.take(a, index, axis=axis), out)

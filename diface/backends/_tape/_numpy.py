@@ -23,6 +23,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_reductions,
     _np_values,
     _scipy,
+    _scipy_solvers,
     _scipy_stats,
 )
 from ._complex import complex_ufunc

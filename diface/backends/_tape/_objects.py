@@ -1,6 +1,6 @@
 """Traced values inside NumPy object arrays: what NumPy's C code builds from lists holding traced values
 (`np.sin([x, 2 * x])`, `np.array([x[:2], x[1:]], dtype=object)`; `np.array` and `np.asarray` of such a
-list stack it on the tape instead, see `_builders`).
+list stack it on the tape instead, see `_intercept`).
 
 NumPy builds an array from a list by asking each element for an array (`__array__`) and copying what it
 gets, without telling the elements what it is doing, so a list of traced values cannot become a traced
@@ -296,7 +296,12 @@ def converted(t: Any, dtype: Any) -> np.ndarray:
     holding it; a cast to numbers (`dtype=float`) and a store into a plain NumPy array (`out[:] = t`)
     are refused; otherwise NumPy's C code is building an array that holds it (from a list given to a
     ufunc, `dtype=object`), which gets an object array of elements that record.
-    f asking for a plain array itself (`np.asarray(t)`) is refused where it calls (see `_builders`)."""
+    f asking for a plain array itself (`np.asarray(t)`) gets the traced array instead (see `_intercept`).
+    A constant on the tape (a buffer made in f that holds no traced value yet) gives its value."""
+    tape = t._tape
+    slot = t._read()
+    if not tape.slots[slot].variable:
+        return np.array(tape.values[slot], dtype=dtype)  # writable, as a conversion's result may be written
     site = call_site(sys._getframe(2))
     rule = in_rule()
     if rule is not None:
@@ -314,12 +319,12 @@ def converted(t: Any, dtype: Any) -> np.ndarray:
 def plain_array_refusal(site: Any) -> NotSupportedError:
     """The error for turning a traced array into a plain NumPy array at `site` (a `_sites.Site`)."""
     return NotSupportedError(
-        f"AutoTape: {site.describe()} turns a traced array into a plain NumPy array (np.asarray(x), "
-        "np.array(x), a dtype=, a library that converts its input, or writing it into a NumPy array), which "
-        "would lose its derivative. Inside f, x is a traced array, not a numpy.ndarray: use it as it is "
-        "(np.ndim(x), np.shape(x) or hasattr(x, 'shape') rather than isinstance(x, np.ndarray)); build "
-        "arrays from traced values with np.stack([...]) or np.array([...]) of a list; make buffers with "
-        f"np.zeros_like(x) or np.zeros(n, like=x). {ALTERNATIVES}"
+        f"AutoTape: {site.describe()} turns a traced array into a plain NumPy array (C code converting "
+        "it to numbers, or a write into an array that f did not make with NumPy's creation functions), which "
+        "would lose its derivative. Inside f, x is a traced array: arrays f makes with np.zeros, np.empty, "
+        "np.ones, np.full, np.array or np.copy may hold traced values, and np.asarray(x) keeps x traced; "
+        "an array made another way (a computation on constants, a.copy() of an array from outside f) "
+        f"cannot: make it with np.array(a) first. {ALTERNATIVES}"
     )
 
 

@@ -18,9 +18,9 @@ from ..._contexts import Cache
 from ..._errors import NotSupportedError
 from ..._problem import ComplexOutput, check_output
 from . import _numpy  # noqa: F401 - NumPy's protocols and the hooks' rules, registered before any recording
-from ._builders import building
 from ._graph import Tape
 from ._hooks import install as install_hooks
+from ._intercept import recording
 from ._tracer import TapeArray, operand, slot_of
 
 __all__ = ["Recording", "record"]
@@ -103,7 +103,7 @@ def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any) -> Recording:
     ]
     xt = TapeArray(tape, tape.x)
     try:
-        with building():
+        with recording(tape, f):
             if y is not None:
                 yv = np.array(y, copy=True)
                 tape.y = tape.add_slot(yv, "y", False, True)

@@ -6,6 +6,7 @@ tape's errors and guards are built from these."""
 from __future__ import annotations
 
 import functools
+import importlib.machinery
 import inspect
 import linecache
 import os
@@ -43,12 +44,39 @@ def _library(path: str) -> str | None:
 
 
 def library_of(frame: FrameType) -> str | None:
-    """The library whose code the frame runs ("numpy", "scipy", "autograd", "diface"; None: the user's),
-    from the file of its code object; a package registered as users' code (`diface._user_code`) is the
-    user's."""
-    if is_user_code(frame.f_globals.get("__name__", "")):
+    """The library whose code the frame runs ("numpy", "scipy", "autograd", "diface", or the top-level
+    name of a package that ships compiled extensions, such as "pandas"; None: the user's), from the file
+    of its code object and the package of its module; a package registered as users' code
+    (`diface._user_code`) is the user's.
+
+    Pure-Python packages (a published library of NumPy code) are the user's code: they reach arrays only
+    through NumPy's functions, which hand a traced array to the tape. A compiled package may hand an
+    array to its own C code, which needs a real `numpy.ndarray`: its frames are a library's."""
+    module = frame.f_globals.get("__name__", "")
+    if is_user_code(module):
         return None
-    return _library(frame.f_code.co_filename)
+    known = _library(frame.f_code.co_filename)
+    if known is not None:
+        return known
+    top = module.partition(".")[0] if isinstance(module, str) else ""
+    return top if top and _compiled(top) else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(top: str) -> bool:
+    """Whether the package `top` (a top-level module name) ships compiled extension modules."""
+    module = sys.modules.get(top)
+    paths = list(getattr(module, "__path__", None) or ())
+    if not paths:  # a single module: compiled if its own file is an extension
+        return str(getattr(module, "__file__", "")).endswith(_EXTENSIONS)
+    for path in paths:
+        for _root, _dirs, files in os.walk(path):
+            if any(name.endswith(_EXTENSIONS) for name in files):
+                return True
+    return False
+
+
+_EXTENSIONS = (*importlib.machinery.EXTENSION_SUFFIXES, ".so", ".pyd")
 
 
 def user_frame(frame: FrameType | None = None) -> FrameType | None:

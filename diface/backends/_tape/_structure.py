@@ -223,7 +223,7 @@ class _IndexAdd(_Linear):
     ) -> Any:
         if out is None:
             out = np.array(a, copy=True)
-        else:
+        elif out is not a:
             np.copyto(out, a)
         _index_add_into(out, build(template, arrays), v, unique)
         return out
@@ -296,6 +296,7 @@ class _Setitem(_Linear):
     name = "setitem"
     linear = True
     nondiff = InputsFrom(2)
+    inplace = (0,)  # a replay may write into the buffer of a, where a dies here (a buffer filled in a loop)
 
     def forward(
         self,
@@ -309,7 +310,7 @@ class _Setitem(_Linear):
     ) -> Any:
         if out is None:
             out = np.array(a, copy=True)
-        else:
+        elif out is not a:
             np.copyto(out, a)
         out[build(template, arrays)] = v
         return out
@@ -317,6 +318,8 @@ class _Setitem(_Linear):
     def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
         if len(ins) == 2:
             region = out[params["template"] + (Ellipsis,)]
+            if out is ins[0]:  # in place: only the region is written
+                return partial(np.copyto, region, ins[1])
             return partial(_copy_then_set, out, ins[0], region, ins[1])
         return super().forward_step(ins, out, params)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -19,13 +20,13 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ._dispatch import array_function, array_ufunc
 from ._graph import Tape, Traced
-from ._guards import GUARD, refuse_store, stored_into_numpy_array, user_location, warn_value_taken
+from ._guards import GUARD, formatting, refuse_escape, refuse_store, stored_into_numpy_array, user_location
 from ._index import normalize
 from ._objects import Element, converted, holds_traced, lift, lifts, refuse_in_library
 from ._operators import Operators
 from ._structure import ASTYPE, BROADCAST_TO, GETITEM, RESHAPE, SETITEM, TRANSPOSE
 
-__all__ = ["TapeArray", "holds_traced", "operand", "slot_of"]
+__all__ = ["MissingAttribute", "TapeArray", "holds_traced", "operand", "slot_of"]
 
 # the values NumPy's functions take for these arguments (as numpy.ndarray's methods declare them)
 _OrderACF = Literal["A", "C", "F"]
@@ -38,6 +39,7 @@ class TapeArray(Traced, Operators):
 
     __slots__ = ("__weakref__", "_parent", "_readonly", "_root", "_seen", "_slot", "_tape", "_version", "_view")
     __array_priority__ = 1000.0
+    __pandas_priority__ = 5000  # pandas defers its arithmetic with a traced array to the traced array
     __hash__ = None
 
     def __init__(self, tape: Tape, slot: int) -> None:
@@ -207,8 +209,10 @@ class TapeArray(Traced, Operators):
         return converted(self, dtype)
 
     # -- conversions to Python: guards ----------------------------------------------------------------
-    def _take(self, kind: str, what: str, where: str | None = None, warn: bool = True) -> Any:
-        """A Python bool, float or int out of this size-1 value, recorded as a guard (see `_guards`)."""
+    def _take(self, kind: str, what: str, where: str | None = None, escape: bool = False) -> Any:
+        """A Python bool, float or int out of this size-1 value, recorded as a guard (see `_guards`).
+        `escape`: the number would carry the derivative (float() of a value that depends on x), so taking
+        it is refused, unless printf-style formatting asks for it (to show it)."""
         if self.size != 1:
             if kind == "bool":
                 raise ValueError(
@@ -217,42 +221,47 @@ class TapeArray(Traced, Operators):
             raise TypeError("only length-1 arrays can be converted to Python scalars")
         value = self._value()
         outcome = bool(value) if kind == "bool" else float(value) if kind == "float" else operator.index(value.item())
-        self._guard(kind, outcome, what, where, warn and kind != "bool")
+        if escape and self._tape.slots[self._read()].active:
+            if formatting():
+                return outcome  # shown, not computed with: no guard either
+            refuse_escape(what, where or user_location())
+        self._guard(kind, outcome, what, where)
         return outcome
 
-    def _guard(self, kind: str, outcome: Any, what: str, where: str | None, warn: bool) -> None:
+    def _guard(self, kind: str, outcome: Any, what: str, where: str | None) -> None:
         """Record that a replay must see `outcome` again (nothing to check if this value is fixed)."""
         slot = self._read()
         if self._tape.slots[slot].variable:
             where = where or user_location()
-            if warn and self._tape.slots[slot].active:
-                warn_value_taken(what, where)
             self._tape.add_guard(GUARD, slot, {"kind": kind, "expected": outcome, "what": what, "where": where})
 
     def observe(self, kind: str, what: str, where: str) -> Any:
         if kind == "count":
             outcome = int(np.count_nonzero(self._value()))
-            self._guard(kind, outcome, what, where, False)
+            self._guard(kind, outcome, what, where)
             return outcome
-        return self._take(kind, what, where, warn=False)  # f's own conversion warned when it was recorded
+        return self._take(kind, what, where)  # f's own conversion was judged when it was recorded
 
     def __bool__(self) -> bool:
         return self._take("bool", "a branch on a traced value (bool())")
 
     def __float__(self) -> float:
         """A number taken out of the tape (a guard; see `_take`), whatever f calls to take it: float(t),
-        math.exp(t), np.float64(t) and a cast of an object array holding t reach here alike. Refused where
-        NumPy or SciPy code makes the number, or where f writes t into a plain NumPy array."""
+        np.float64(t) and a cast of an object array holding t reach here alike. Refused where the value
+        depends on x (its derivative would be lost), where NumPy or SciPy code makes the number, or where
+        f writes t into a plain NumPy array."""
         if stored_into_numpy_array():
             refuse_store()
         refuse_in_library(self)  # NumPy or SciPy making a number of it (np.float64(t) inside np.mean, ...)
-        return self._take("float", "float() (a Python number) of a traced value")
+        return self._take("float", "float() (a Python number) of a traced value", escape=True)
 
     def __int__(self) -> int:
+        """An integer taken out of the tape: a step function of the value, whose derivative is zero (a
+        guard keeps prepared calls on the recorded integer)."""
         if stored_into_numpy_array():
             refuse_store()
-        if self.dtype.kind == "f":
-            return int(self._take("float", "int() of a traced value"))
+        if self.dtype.kind in "fc":  # the guard is on the integer: a replay may change the fraction
+            return int(cast(TapeArray, np.trunc(self))._take("float", "int() of a traced value"))
         return self._take("int", "int() of a traced value")
 
     def __index__(self) -> int:
@@ -262,17 +271,36 @@ class TapeArray(Traced, Operators):
 
     def __complex__(self) -> complex:
         refuse_in_library(self)
-        return complex(self._take("float", "complex() of a traced value"))
+        return complex(self._take("float", "complex() of a traced value", escape=True))
+
+    def __floor__(self) -> int:
+        return int(np.floor(self))
+
+    def __ceil__(self) -> int:
+        return int(np.ceil(self))
+
+    def __trunc__(self) -> int:
+        return int(np.trunc(self))
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        if ndigits is None:
+            return int(np.round(self))
+        return np.round(self, ndigits)
 
     def item(self, *args: Any) -> Any:
+        """The element as a 0-d traced array for floating-point values (the derivative flows through it
+        as through x[i]); integers and booleans as Python numbers (guards)."""
         a = self[args] if args else self
+        if a.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
         if a.dtype == np.bool_:
             return a._take("bool", "item() of a traced value")
-        if a.dtype.kind == "f":
-            return a._take("float", "item() of a traced value")
+        if a.dtype.kind in "fc":
+            return np.reshape(a, ()).copy()
         return a._take("int", "item() of a traced value")
 
     def tolist(self) -> Any:
+        """Nested lists of `item()`s: 0-d traced arrays for floating-point values."""
         if self.ndim == 0:
             return self.item()
         return [a.tolist() for a in self]
@@ -283,7 +311,39 @@ class TapeArray(Traced, Operators):
         ufunc = getattr(np, name, None)
         if isinstance(ufunc, np.ufunc) and not name.startswith("_"):
             return lambda *args: ufunc(self, *args)
-        raise AttributeError(f"'TapeArray' object has no attribute {name!r}")
+        if name.startswith("__"):
+            raise AttributeError(f"'TapeArray' object has no attribute {name!r}")
+        raise MissingAttribute(
+            f"AutoTape: a traced array has no attribute {name!r} (asked for at {user_location()}). Inside f, "
+            "x and what is computed from it are traced arrays standing in for NumPy arrays: they have NumPy's "
+            "array attributes and methods, not those of other types (a pandas Series' .iloc, .values, an "
+            "array's .ctypes or .data). Pass NumPy arrays to the code being differentiated."
+        )
+
+    @property
+    def flags(self) -> Any:
+        """What NumPy's flags say of a C-contiguous array that owns its data (a traced array has no
+        memory layout of its own)."""
+        return _Flags(not self._readonly, self.ndim <= 1)
+
+    @property
+    def base(self) -> None:
+        return None
+
+    def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
+        np.put(self, indices, values, mode=mode)  # type: ignore[arg-type]
+
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        return np.cumprod(self, axis=axis, dtype=dtype, out=out)
+
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Any:
+        return np.searchsorted(self, v, side=side, sorter=sorter)  # type: ignore[call-overload]
+
+    def compress(self, condition: Any, axis: Any = None, out: Any = None) -> Any:
+        return np.compress(condition, self, axis=axis, out=out)
+
+    def ptp(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.ptp(self, axis=axis, keepdims=keepdims)
 
     # -- containers -------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -438,6 +498,26 @@ class TapeArray(Traced, Operators):
     conjugate = conj
 
 
+class MissingAttribute(NotSupportedError, AttributeError):
+    """An attribute a traced array does not have: an AttributeError (so `hasattr` is False) that says
+    why, in diface's terms."""
+
+
+@dataclass(frozen=True)
+class _Flags:
+    writeable: bool
+    f_contiguous: bool
+    c_contiguous: bool = True
+    contiguous: bool = True
+    owndata: bool = True
+    aligned: bool = True
+    writebackifcopy: bool = False
+
+    def __getitem__(self, name: str) -> bool:
+        key = {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "C": "c_contiguous", "F": "f_contiguous"}
+        return bool(getattr(self, key.get(name.upper(), name.lower())))
+
+
 def _dtype(a: Any) -> np.dtype:
     return a.dtype if hasattr(a, "dtype") else np.result_type(a)
 
@@ -463,6 +543,13 @@ def operand(a: Any) -> Any:
         return np.stack([operand(v) for v in a])
     if isinstance(a, Element):
         return a.traced()
+    if type(a).__module__.partition(".")[0] == "pandas":
+        raise NotSupportedError(
+            f"AutoTape: a traced value meets a pandas {type(a).__name__} at {user_location()}; the tape computes "
+            "with NumPy arrays and would lose what the pandas object means (its index and alignment). Pass "
+            "NumPy arrays (series.to_numpy()) to the code being differentiated, or differentiate it with "
+            "di.AutoFiniteDiff()."
+        )
     return np.asarray(a)
 
 

@@ -1,0 +1,295 @@
+"""NumPy's conversions and creations, and the `math` module, while f is recorded.
+
+NumPy's conversions (`array`, `asarray`, `asanyarray`, `ascontiguousarray`, `asfortranarray`) and its
+creation functions (`zeros`, `empty`, `ones`, `full`, `eye`, `identity`, the `*_like` family, `copy`)
+are C functions or Python functions that never ask a traced array what to do: left alone, a conversion
+of a traced array asks it for a plain array (which would lose the derivative) and a buffer made with
+`np.zeros` is a plain array that cannot hold traced values. The `math` module's functions make a Python
+number of their argument. So while AutoTape records f, each of them is a forwarder, both as the
+attribute of its module and wherever a module imported it by name (`from numpy import asarray, zeros`,
+`from math import exp`, found by scanning the modules imported so far, outside NumPy, SciPy, autograd
+and diface). A forwarder runs the original unless the calling thread is recording and the caller is the
+user's code (f, or a pure-Python library it calls; see `_sites.library_of`):
+
+- a conversion of a traced array, or of a list or tuple holding traced values, gives a traced array (the
+  same array where NumPy would return its argument; a copy for `np.array`; a float `dtype=` a recorded
+  cast; an integer or boolean `dtype=` a cast without derivative);
+- a creation of a floating-point array gives a *buffer*: a traced array holding a constant, which f may
+  then write traced values into (`Y[i] = v`, `np.add.at`, `out=`, views); until it does, every
+  operation on it is folded into a constant, and C code asking it for a plain array gets its value;
+- a `math` function of a traced value is the NumPy ufunc of it (a 0-d traced array: the derivative
+  flows); of anything else it is the `math` function itself.
+
+Calls from NumPy's, SciPy's or a compiled package's own code, calls with `like=` or `dtype=object`, and
+calls from any other thread run the original functions unchanged. Everything is put back when the last
+recording in progress ends, also when f raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, cast
+
+import numpy as np
+
+from ._graph import Tape, Traced, current_tape, recording_stack
+from ._hooks import traced_argument
+from ._np_common import FUNCTIONS
+from ._np_creation import CREATION, array_dtype, built
+from ._sites import library_of
+from ._tracer import TapeArray
+
+__all__ = ["current_tape", "recording"]
+
+_LOCK = threading.Lock()
+_ACTIVE = [0]  # recordings in progress (any thread)
+#: the libraries whose own calls are left alone (their conversions are judged by `_objects.converted`)
+_LIBRARIES = ("numpy", "scipy", "diface")
+
+
+def _user_caller() -> bool:
+    """Whether the caller of the forwarder (two frames up) is the user's code, autograd included (its
+    numpy wrappers copy their input with `np.array`)."""
+    library = library_of(sys._getframe(2))
+    return library is None or library == "autograd"
+
+
+# -- conversions ------------------------------------------------------------------------------------------
+def _converter(name: str, original: Callable) -> Callable:
+    ensure_1d = name in ("ascontiguousarray", "asfortranarray")
+    copies = name == "array"
+
+    @functools.wraps(original)
+    def convert(*args: Any, **kwargs: Any) -> Any:
+        tape = current_tape()
+        if tape is None or not args or "like" in kwargs:
+            return original(*args, **kwargs)
+        a = args[0]
+        traced = isinstance(a, Traced)
+        if not (traced or ((type(a) is list or type(a) is tuple) and traced_argument(a))):
+            if copies and _user_caller():
+                return _buffer(tape, original(*args, **kwargs))
+            return original(*args, **kwargs)
+        if not _user_caller() or _is_object(array_dtype(args, kwargs)):
+            return original(*args, **kwargs)
+        if traced and not copies and kwargs.get("copy") is not True:
+            dtype = array_dtype(args, kwargs)
+            r = a if dtype is None or np.dtype(dtype) == a.dtype else a.astype(dtype)
+        else:
+            r = built(args, kwargs)
+        if ensure_1d and r.ndim == 0:
+            r = np.reshape(r, (1,))
+        return r
+
+    return convert
+
+
+def _is_object(dtype: Any) -> bool:
+    try:
+        return dtype is not None and np.dtype(dtype) == object
+    except TypeError:
+        return False
+
+
+# -- creations: buffers ----------------------------------------------------------------------------------
+def _creator(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def create(*args: Any, **kwargs: Any) -> Any:
+        value = original(*args, **kwargs)
+        tape = current_tape()
+        if tape is None or "like" in kwargs or not _user_caller():
+            return value
+        return _buffer(tape, value)
+
+    return create
+
+
+def _buffer(tape: Tape, value: Any) -> Any:
+    """A floating-point array made by the user's code as a constant on the tape (anything else as it is)."""
+    if type(value) is not np.ndarray or value.dtype.kind not in "fc" or tape.closed:
+        return value
+    return TapeArray(tape, tape.literal(value, owned=True))
+
+
+# -- math ---------------------------------------------------------------------------------------------------
+def _scalar(a: Any) -> Any:
+    """A traced argument of a math function as a 0-d traced array (math takes numbers: size 1)."""
+    if isinstance(a, Traced) and a.ndim:
+        if a.size != 1:
+            raise TypeError("only length-1 arrays can be converted to Python scalars")
+        return np.reshape(cast(Any, a), ())
+    return a
+
+
+def _math_rule(name: str) -> Callable | None:
+    """What `math.<name>` computes on traced values, or None where math's own function is right (it
+    asks the value for a number through a method the traced array answers: floor, ceil, trunc)."""
+    ufuncs = {
+        "exp": np.exp, "expm1": np.expm1, "exp2": np.exp2, "log1p": np.log1p, "log2": np.log2,
+        "log10": np.log10, "sqrt": np.sqrt, "cbrt": np.cbrt, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+        "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+        "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "fabs": np.fabs,
+        "atan2": np.arctan2, "copysign": np.copysign, "fmod": np.fmod, "degrees": np.degrees,
+        "radians": np.radians, "pow": np.float_power,
+    }  # fmt: skip
+    if name in ufuncs:
+        ufunc = ufuncs[name]
+        return lambda *args: ufunc(*(_scalar(a) for a in args))
+    if name == "log":
+        return lambda a, base=math.e: np.log(_scalar(a)) / (1.0 if base == math.e else np.log(_scalar(base)))
+    if name == "hypot":
+        return lambda *args: np.sqrt(sum(np.square(_scalar(a)) for a in args))
+    if name in ("isnan", "isinf", "isfinite"):
+        test = getattr(np, name)
+        return lambda a: bool(test(_scalar(a)))
+    if name == "isclose":
+        return lambda a, b, *, rel_tol=1e-9, abs_tol=0.0: bool(
+            np.abs(np.subtract(a, b)) <= np.maximum(rel_tol * np.maximum(np.abs(a), np.abs(b)), abs_tol)
+        )
+    if name == "fsum":
+        return lambda values: _fold(np.add, values, 0.0)
+    if name == "prod":
+        return lambda values, *, start=1: _fold(np.multiply, values, start)
+    if name in ("erf", "erfc", "gamma", "lgamma"):
+        return _special_rule(name)
+    return None
+
+
+def _fold(ufunc: np.ufunc, values: Any, start: Any) -> Any:
+    total = start
+    for v in values:
+        total = ufunc(total, _scalar(v))
+    return total
+
+
+def _special_rule(name: str) -> Callable:
+    def rule(a: Any) -> Any:
+        import scipy.special as special  # the tape's rules for scipy.special's ufuncs (`_special`)
+
+        return getattr(special, {"lgamma": "gammaln"}.get(name, name))(_scalar(a))
+
+    return rule
+
+
+def _math_forwarder(name: str, original: Callable) -> Callable | None:
+    rule = _math_rule(name)
+    if rule is None:
+        return None
+
+    @functools.wraps(original)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(a, Traced) for a in args) or (
+            name in ("fsum", "prod") and args and traced_argument(list(args[0]) if _sized(args[0]) else [])
+        ):
+            return rule(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    return forward
+
+
+def _sized(a: Any) -> bool:
+    return isinstance(a, (list, tuple))
+
+
+# -- the forwarders and where they are installed --------------------------------------------------------------
+_CONVERSIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+_CREATIONS: tuple[str, ...] = ("zeros", "empty", "ones", "full", "eye", "identity", "zeros_like", "ones_like")
+_CREATIONS += ("empty_like", "full_like", "copy")
+
+
+def _forwarders() -> dict[int, tuple[Any, Any]]:
+    """id(original) -> (original, forwarder), for NumPy's and math's functions."""
+    table: dict[int, tuple[Any, Any]] = {}
+    for name in _CONVERSIONS:
+        original = getattr(np, name)
+        table[id(original)] = (original, _converter(name, original))
+    for name in _CREATIONS:
+        original = getattr(np, name)
+        table[id(original)] = (original, _creator(original))
+    for name in dir(math):
+        original = getattr(math, name)
+        if isinstance(original, types.BuiltinFunctionType):
+            forwarder = _math_forwarder(name, original)
+            if forwarder is not None:
+                table[id(original)] = (original, forwarder)
+    return table
+
+
+_TABLE = _forwarders()
+# NumPy hands `like=` calls to `__array_function__` with the function it finds under its name: a forwarder
+for _original, _forwarder in _TABLE.values():
+    if _original in FUNCTIONS:
+        FUNCTIONS[_forwarder] = FUNCTIONS[_original]
+assert all(FUNCTIONS[getattr(np, name)] in CREATION for name in ("array", "asarray", "asanyarray"))
+
+#: module namespaces -> names bound there to an original (numpy's and math's own attributes first)
+_BINDINGS: list[tuple[dict, str, Any]] = [
+    *((vars(np), name, getattr(np, name)) for name in (*_CONVERSIONS, *_CREATIONS)),
+    *((vars(math), name, original) for name in dir(math) if id(original := getattr(math, name)) in _TABLE),
+]
+_BOUND = {(id(namespace), attr) for namespace, attr, _ in _BINDINGS}
+_SCANNED: set[str] = {"numpy", "math"}
+_SEEN = [0]  # len(sys.modules) at the last scan
+#: modules whose own references are left as they are (their calls run the originals anyway)
+_SKIPPED = ("numpy", "scipy", "diface", "autograd", "math", "builtins", "sys")
+
+
+def _scan(volatile: tuple[dict, ...]) -> None:
+    """Find the names bound to an original in the modules imported since the last scan, and again in
+    the `volatile` namespaces (`__main__` and f's own module, which may import more after a recording)."""
+    if len(sys.modules) != _SEEN[0]:
+        _SEEN[0] = len(sys.modules)
+        for name, module in list(sys.modules.items()):
+            if name in _SCANNED:
+                continue
+            _SCANNED.add(name)
+            namespace = getattr(module, "__dict__", None)
+            if name.partition(".")[0] not in _SKIPPED and isinstance(namespace, dict):
+                _scan_namespace(namespace)
+    for namespace in volatile:
+        _scan_namespace(namespace)
+
+
+def _scan_namespace(namespace: dict) -> None:
+    for attr, value in list(namespace.items()):
+        entry = _TABLE.get(id(value))
+        if entry is not None and entry[0] is value and (id(namespace), attr) not in _BOUND:
+            _BOUND.add((id(namespace), attr))
+            _BINDINGS.append((namespace, attr, value))
+
+
+def _install(forward: bool) -> None:
+    for namespace, attr, original in _BINDINGS:
+        forwarder = _TABLE[id(original)][1]
+        old, new = (original, forwarder) if forward else (forwarder, original)
+        if namespace.get(attr) is old:  # someone else's replacement is left alone
+            namespace[attr] = new
+
+
+@contextmanager
+def recording(tape: Tape, f: Any) -> Iterator[None]:
+    """While the calling thread records `tape` of `f`: the forwarders are in place (see the module
+    docstring)."""
+    tapes = recording_stack()
+    main = getattr(sys.modules.get("__main__"), "__dict__", None)
+    volatile = tuple(d for d in (main, getattr(f, "__globals__", None)) if isinstance(d, dict))
+    with _LOCK:
+        if _ACTIVE[0] == 0:
+            _scan(volatile)
+            _install(True)
+        _ACTIVE[0] += 1
+    tapes.append(tape)
+    try:
+        yield
+    finally:
+        tapes.pop()
+        with _LOCK:
+            _ACTIVE[0] -= 1
+            if _ACTIVE[0] == 0:
+                _install(False)
