@@ -400,8 +400,8 @@ def test_an_unknown_function_is_named():
         di.gradient(lambda x: np.sum(np.frexp(x)[0]), TAPE, np.ones(2))
     with pytest.raises(di.NotSupportedError, match=r"numpy\.add\.reduceat"):
         di.gradient(lambda x: np.sum(np.add.reduceat(x, [0, 1])), TAPE, np.ones(2))
-    with pytest.raises(di.NotSupportedError, match="where="):
-        di.gradient(lambda x: np.sum(np.exp(x, out=np.ones_like(x), where=x > 0)), TAPE, np.ones(2))
+    with pytest.raises(di.NotSupportedError, match=r"numpy\.exp with where= and no out=.*test_tape\.py:\d+"):
+        di.gradient(lambda x: np.sum(np.exp(x, where=x > 0)), TAPE, np.ones(2))
 
 
 def test_values_never_leave_the_tape_silently():

@@ -10,9 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..._errors import NotSupportedError
 from ._graph import Traced
-from ._sites import user_location
 
 __all__ = ["Arr", "Key", "build", "normalize"]
 
@@ -54,8 +52,11 @@ def _index_int(v: Any) -> int | None:
 
 
 def normalize(key: Any, shape: tuple) -> Key:
-    """Normalize a user key for an array of `shape` (raises IndexError/NotSupportedError as NumPy
-    would refuse it or the tape cannot record it)."""
+    """Normalize a user key for an array of `shape` (raises IndexError where NumPy would refuse it).
+
+    Every key NumPy takes: ints, slices (any step), None, Ellipsis, integer and boolean arrays or lists,
+    traced integer arrays and masks, and boolean scalars (`x[True]`, `x[0, np.False_]`, a 0-d boolean
+    array), which NumPy reads as an index array on a new axis of length 1 (True) or 0 (False)."""
     if not isinstance(key, tuple):
         key = (key,)
     items: list[Any] = []
@@ -65,9 +66,7 @@ def normalize(key: Any, shape: tuple) -> Key:
         elif isinstance(k, slice):
             items.append(slice(_index_int(k.start), _index_int(k.stop), _index_int(k.step)))
         elif isinstance(k, (bool, np.bool_)):
-            raise NotSupportedError(
-                f"AutoTape: indexing with a Python bool (x[True], at {user_location()}) is not supported"
-            )
+            items.append(("mask", np.array(bool(k))))  # a 0-d mask: a new axis of length 1 or 0
         elif isinstance(k, (int, np.integer)):
             items.append(int(k))
         elif isinstance(k, Traced):
@@ -99,10 +98,11 @@ def normalize(key: Any, shape: tuple) -> Key:
         items[i : i + 1] = fill
     else:
         items += fill
-    # literal boolean masks become integer arrays (np.nonzero); traced ones stay masks
+    # literal boolean masks become integer arrays (np.nonzero); traced ones and 0-d ones (x[True], which
+    # NumPy reads as an index array on a new axis of length 1) stay masks
     expanded: list[Any] = []
     for e in items:
-        if type(e) is tuple and e[0] == "mask" and not isinstance(e[1], Traced):
+        if type(e) is tuple and e[0] == "mask" and not isinstance(e[1], Traced) and e[1].ndim:
             expanded += [("arr", a) for a in np.nonzero(e[1])]
         else:
             expanded.append(e)
@@ -113,7 +113,7 @@ def normalize(key: Any, shape: tuple) -> Key:
         if type(e) is tuple:
             template.append(Arr(len(arrays)))
             arrays.append(e[1])
-            if e[0] == "mask":
+            if e[0] == "mask" and isinstance(e[1], Traced):
                 traced_masks.append(e[1])
         else:
             template.append(e)
@@ -121,15 +121,16 @@ def normalize(key: Any, shape: tuple) -> Key:
     advanced = [i for i, e in enumerate(template) if type(e) is Arr or (has_arrays and type(e) is int)]
     adv_front = 0
     if advanced and advanced[-1] - advanced[0] + 1 != len(advanced):
-        shapes = [(1,) if isinstance(a, Traced) and a.dtype == np.bool_ else a.shape for a in arrays]
+        shapes = [(1,) if a.dtype == np.bool_ else a.shape for a in arrays]
         adv_front = len(np.broadcast_shapes(*shapes))
     n_ints = sum(1 for e in template if type(e) is int)
     basic_view = not has_arrays and n_ints < len(shape)
     traced = [a for a in arrays if isinstance(a, Traced)]
     if not traced:
         unique = _unique(template, arrays, shape)
-    else:  # a traced boolean mask alone selects each element at most once
-        unique = len(arrays) == 1 and traced[0].dtype == np.bool_
+    else:  # a traced boolean mask, alone or with 0-d masks, selects each element at most once
+        unique = len(traced) == 1 and traced[0].dtype == np.bool_
+        unique = unique and all(a.dtype == np.bool_ and a.ndim == 0 for a in arrays if not isinstance(a, Traced))
     return Key(tuple(template), tuple(arrays), basic_view, adv_front, tuple(traced_masks), unique)
 
 
@@ -139,6 +140,10 @@ def _unique(template: Sequence[Any], arrays: list, shape: tuple) -> bool:
     axis = 0
     for e in template:
         if e is None:
+            continue
+        if type(e) is Arr and arrays[e.k].dtype == np.bool_:  # a 0-d mask: no axis, at most one position
+            if not arrays[e.k]:
+                return True
             continue
         if type(e) is Arr or type(e) is int:
             n = shape[axis]

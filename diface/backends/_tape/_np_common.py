@@ -145,7 +145,9 @@ def dtype_of(a: Any) -> np.dtype:
 
 
 def floating(a: Any) -> Any:
-    """An integer array as float64 (what NumPy's mean and var compute in)."""
+    """An integer array as float64 (what NumPy's mean and var compute in); a Python number as an array."""
+    if not hasattr(a, "dtype"):
+        a = np.asarray(a)
     return a if np.issubdtype(a.dtype, np.inexact) else a.astype(np.float64)
 
 

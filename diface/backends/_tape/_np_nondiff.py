@@ -1,5 +1,6 @@
 """What the tape records for the NumPy functions whose results carry no derivative (argmax, argsort,
-count_nonzero, isclose, ...), and sort (a gather through argsort); nonzero is in `_np_shapes`."""
+count_nonzero, isclose, ...), and sort (a gather through argsort); nonzero is in `_np_shapes`, histogram,
+bincount, unique and digitize in `_np_counts`."""
 
 from __future__ import annotations
 
@@ -40,8 +41,18 @@ for _f in (
     np.around,
     np.searchsorted,
     np.isin,
+    np.lexsort,
+    np.nanargmax,
+    np.nanargmin,
+    np.isposinf,
+    np.isneginf,
 ):
     FUNCTIONS[_f] = _nondiff(_f)
+
+
+@implements(np.fix)
+def _fix(x: Any, out: Any = None) -> Any:
+    return np.trunc(x, out=out)  # NumPy's fix is trunc
 
 
 @implements(np.allclose)

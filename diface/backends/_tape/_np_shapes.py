@@ -403,8 +403,8 @@ def _where(condition: Any, x: Any = NO, y: Any = NO) -> Any:
         return nonzero(condition)
     if x is NO or y is NO:
         raise ValueError("either both or neither of x and y should be given")
-    cond = operand(condition)
-    if cond.dtype != np.bool_:
+    cond = operand(condition)  # an array, or a Python number or bool
+    if dtype_of(cond) != np.bool_:
         cond = np.not_equal(cond, 0)
     return WHERE(cond, operand(x), operand(y))
 

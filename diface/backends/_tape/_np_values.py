@@ -11,7 +11,7 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ._complex import ANGLE, DEGREES
 from ._elementwise import WHERE, Ufunc
-from ._np_common import implements
+from ._np_common import dtype_of, implements
 from ._prim import into
 from ._tracer import operand
 
@@ -80,9 +80,15 @@ def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
 def _select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     if len(condlist) != len(choicelist):
         raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    conds = [operand(c) for c in condlist]
+    for i, c in enumerate(conds):
+        if dtype_of(c) != np.bool_:  # as NumPy: conditions are boolean, never numbers read as truth values
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
     r = operand(default)
-    for cond, choice in reversed(list(zip(condlist, choicelist))):
-        r = WHERE(operand(cond), operand(choice), r)
+    for cond, choice in reversed(list(zip(conds, choicelist))):
+        r = WHERE(cond, operand(choice), r)
     return r
 
 

@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from ..._errors import NotSupportedError
 from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_arrange,
     _np_calculus,
     _np_contract,
+    _np_counts,
     _np_fft,
     _np_linalg,
     _np_nondiff,
@@ -29,15 +31,15 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
 from ._complex import complex_ufunc
 from ._contract import MATMUL
 from ._dispatch import register_protocols
-from ._elementwise import ufunc_prim
+from ._elementwise import WHERE, ufunc_prim
 from ._graph import Traced
-from ._guards import refuse_store
+from ._guards import refuse_store, user_location
 from ._index import normalize
-from ._np_common import FUNCTIONS, function_name, unsupported, write_out
+from ._np_common import FUNCTIONS, dtype_of, function_name, unsupported, write_out
 from ._np_creation import CREATION
 from ._prim import shape_of
 from ._structure import INDEX_ADD
-from ._tracer import TapeArray, guard_masks, operand
+from ._tracer import TapeArray, guard_masks, holds_traced, operand
 
 __all__ = ["array_function", "array_ufunc"]
 
@@ -84,8 +86,6 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     if method != "__call__":
         raise unsupported(f"{function_name(ufunc)}.{method}")
     where = kwargs.pop("where", True)
-    if where is not True:
-        raise unsupported(function_name(ufunc), " with where=")
     dtype = kwargs.pop("dtype", None)
     for k in _IGNORED_UFUNC_KWARGS:
         kwargs.pop(k, None)
@@ -94,6 +94,12 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     args = [operand(a) for a in inputs]
     if dtype is not None:
         args = [np.asarray(a).astype(dtype) if not isinstance(a, Traced) else a.astype(dtype) for a in args]
+    if where is not True:
+        return _masked_call(ufunc, args, where, out)
+    return write_out(_call(ufunc, args), out)
+
+
+def _call(ufunc: np.ufunc, args: list) -> Any:
     if ufunc is np.matmul:
         result = MATMUL(*args)
     elif ufunc is getattr(np, "vecdot", None):
@@ -103,7 +109,64 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         if prim is None:
             raise unsupported(function_name(ufunc))
         result = prim(*args)
-    return write_out(result, out)
+    return result
+
+
+#: a value inside the domain of every ufunc (and of its derivatives) but arccosh's, written into the entries
+#: a `where=` mask leaves out before the ufunc sees them
+_SAFE = 0.5
+_SAFE_FOR: dict[Any, float] = {np.arccosh: 2.0}
+
+
+def _masked_call(ufunc: np.ufunc, args: list, where: Any, out: Any) -> Any:
+    """`ufunc(*args, out=out, where=where)`: the result where the mask holds, `out` as it was elsewhere,
+    i.e. `np.where(mask, ufunc(*args), out)`. The entries left out are replaced by a safe value before the
+    ufunc (`np.where(mask, a, 0.5)`), so that neither the value nor the derivative computed there (1 / 0,
+    log(0), ...) reaches the result: their derivative is exactly 0, never NaN.
+
+    Without `out=`, NumPy leaves those entries uninitialised: for a boolean or integer result (a
+    comparison, no derivative) they are False / 0 here, one of the values NumPy may leave; a floating
+    result is refused, since an undefined value would flow into the derivatives."""
+    name = function_name(ufunc)
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if ufunc.nout != 1 or ufunc is np.matmul or ufunc is getattr(np, "vecdot", None):
+        raise unsupported(name, " with where=")
+    if out is not None and not isinstance(out, TapeArray):
+        refuse_store()
+    mask = _mask(where)
+    safe = _SAFE_FOR.get(ufunc, _SAFE)
+    guarded = [
+        WHERE(mask, a, safe) if not isinstance(a, (int, float, complex)) and dtype_of(a).kind in "fc" else a
+        for a in args
+    ]
+    result = _call(ufunc, guarded)
+    if out is not None:
+        return write_out(WHERE(mask, result, out), out)
+    if dtype_of(result).kind not in "biu":
+        raise NotSupportedError(
+            f"AutoTape: {name} with where= and no out= (at {user_location()}): NumPy leaves the entries where "
+            "the condition is False uninitialised, so the result (and its derivative) is undefined there. Pass "
+            "out= (e.g. out=np.zeros_like(x)), or write np.where(mask, ..., fallback)."
+        )
+    return WHERE(mask, result, np.zeros((), dtype=dtype_of(result)))
+
+
+def _mask(where: Any) -> Any:
+    """A ufunc's `where=` as a boolean mask, cast as NumPy casts it: a traced mask must be boolean; a
+    plain one is True exactly where NumPy would write (lists of ints and Python numbers are taken, an
+    integer or float array is a TypeError)."""
+    if holds_traced(where) and not isinstance(where, Traced):
+        where = operand(where)  # a list holding traced values, stacked
+    if isinstance(where, Traced):
+        if where.dtype != np.bool_:
+            raise TypeError(
+                f"Cannot cast array data from dtype('{where.dtype}') to dtype('bool') according to the rule 'safe'"
+            )
+        return where
+    mask = np.zeros(np.shape(where), dtype=bool)
+    np.logical_or(mask, True, out=mask, where=where)
+    return mask
 
 
 def _add_at(a: Any, indices: Any, b: Any = None) -> None:
