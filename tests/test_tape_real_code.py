@@ -106,7 +106,7 @@ def writes_pure(x):
 def conversions(x):
     """What libraries do first with their inputs, by attribute and by name."""
     a, b = tuple(map(np.asarray, (x, x[::-1])))
-    c = np.atleast_1d(np.asanyarray(x[0], dtype=np.float64))
+    c = np.atleast_1d(np.asanyarray(x[0], dtype=np.float64)) + np.float64(x[0]) - np.float64(x)[0]
     d = np.ascontiguousarray(x.T) + np.asfortranarray(x) + asarray(x, float)
     e = np.array(x, copy=True, ndmin=2)[0]
     e[0] = 3.0  # writing into the copy leaves x as it is
@@ -173,7 +173,7 @@ def test_second_order_taylor_and_sparsity_through_buffers(name):
 
 
 def test_float_of_a_value_that_depends_on_x_raises_naming_the_line():
-    for f in (lambda x: float(x[0]) ** 2 + x[1], lambda x: np.float64(x[0]) * x[1], lambda x: complex(x[0]).real):
+    for f in (lambda x: float(x[0]) ** 2 + x[1], lambda x: complex(x[0]).real):
         with pytest.raises(di.NotSupportedError, match=r"test_tape_real_code\.py:\d+") as info:
             di.gradient(lambda x, f=f: np.sum(f(x)), TAPE, X)
         assert "derivative" in str(info.value)

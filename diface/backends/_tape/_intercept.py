@@ -42,7 +42,7 @@ from ._graph import Tape, Traced, current_tape, recording_stack
 from ._hooks import traced_argument
 from ._np_common import FUNCTIONS
 from ._np_creation import CREATION, array_dtype, built
-from ._sites import library_of
+from ._sites import compiled, library_of
 from ._tracer import TapeArray
 
 __all__ = ["current_tape", "recording"]
@@ -115,6 +115,44 @@ def _buffer(tape: Tape, value: Any) -> Any:
     if type(value) is not np.ndarray or value.dtype.kind not in "fc" or tape.closed:
         return value
     return TapeArray(tape, tape.literal(value, owned=True))
+
+
+# -- NumPy's scalar types ------------------------------------------------------------------------------------
+class _ScalarTypeMeta(type):
+    """The metaclass of a scalar type's forwarder: it compares, hashes and checks instances and subclasses
+    as the type itself (`isinstance(v, np.float64)`, `np.issubdtype(d, np.float64)`, dict keys)."""
+
+    original: type
+
+    def __instancecheck__(cls, v: Any) -> bool:
+        return isinstance(v, cls.original)
+
+    def __subclasscheck__(cls, c: type) -> bool:
+        return issubclass(c, cls.original)
+
+    def __eq__(cls, other: object) -> bool:
+        return other is cls or other is cls.original
+
+    def __hash__(cls) -> int:
+        return hash(cls.original)
+
+    def __repr__(cls) -> str:
+        return repr(cls.original)
+
+
+def _scalar_type(original: type) -> type:
+    """`np.float64(t)` of a traced array: the traced array cast (NumPy would make a number, or a plain
+    array, of it); of anything else, the type's own result."""
+
+    def new(cls: type, *args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], Traced) and current_tape() is not None and _user_caller():
+            return args[0].astype(original)
+        return original(*args, **kwargs)
+
+    forwarder = _ScalarTypeMeta(original.__name__, (original,), {"__new__": new, "__module__": original.__module__})
+    forwarder.original = original
+    forwarder.__qualname__ = original.__qualname__
+    return forwarder
 
 
 # -- math ---------------------------------------------------------------------------------------------------
@@ -201,6 +239,7 @@ def _sized(a: Any) -> bool:
 _CONVERSIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
 _CREATIONS: tuple[str, ...] = ("zeros", "empty", "ones", "full", "eye", "identity", "zeros_like", "ones_like")
 _CREATIONS += ("empty_like", "full_like", "copy")
+_SCALAR_TYPES = ("float64", "float32")
 
 
 def _forwarders() -> dict[int, tuple[Any, Any]]:
@@ -212,6 +251,9 @@ def _forwarders() -> dict[int, tuple[Any, Any]]:
     for name in _CREATIONS:
         original = getattr(np, name)
         table[id(original)] = (original, _creator(original))
+    for name in _SCALAR_TYPES:
+        original = getattr(np, name)
+        table[id(original)] = (original, _scalar_type(original))
     for name in dir(math):
         original = getattr(math, name)
         if isinstance(original, types.BuiltinFunctionType):
@@ -230,7 +272,7 @@ assert all(FUNCTIONS[getattr(np, name)] in CREATION for name in ("array", "asarr
 
 #: module namespaces -> names bound there to an original (numpy's and math's own attributes first)
 _BINDINGS: list[tuple[dict, str, Any]] = [
-    *((vars(np), name, getattr(np, name)) for name in (*_CONVERSIONS, *_CREATIONS)),
+    *((vars(np), name, getattr(np, name)) for name in (*_CONVERSIONS, *_CREATIONS, *_SCALAR_TYPES, "double")),
     *((vars(math), name, original) for name in dir(math) if id(original := getattr(math, name)) in _TABLE),
 ]
 _BOUND = {(id(namespace), attr) for namespace, attr, _ in _BINDINGS}
@@ -250,16 +292,21 @@ def _scan(volatile: tuple[dict, ...]) -> None:
                 continue
             _SCANNED.add(name)
             namespace = getattr(module, "__dict__", None)
-            if name.partition(".")[0] not in _SKIPPED and isinstance(namespace, dict):
-                _scan_namespace(namespace)
+            top = name.partition(".")[0]
+            if top not in _SKIPPED and isinstance(namespace, dict):
+                _scan_namespace(namespace, types_too=not compiled(top))
     for namespace in volatile:
         _scan_namespace(namespace)
 
 
-def _scan_namespace(namespace: dict) -> None:
+def _scan_namespace(namespace: dict, types_too: bool = True) -> None:
+    """Record the names of `namespace` bound to an original (a scalar type only where `types_too`: a
+    compiled package's own `float64` is left as it is)."""
     for attr, value in list(namespace.items()):
         entry = _TABLE.get(id(value))
-        if entry is not None and entry[0] is value and (id(namespace), attr) not in _BOUND:
+        if entry is None or entry[0] is not value or (not types_too and isinstance(value, type)):
+            continue
+        if (id(namespace), attr) not in _BOUND:
             _BOUND.add((id(namespace), attr))
             _BINDINGS.append((namespace, attr, value))
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..._user_code import is_user_code
 
-__all__ = ["Site", "call_site", "function_of", "in_rule", "library_of", "recording_rule", "user_location"]
+__all__ = ["Site", "call_site", "compiled", "function_of", "in_rule", "library_of", "recording_rule", "user_location"]
 
 #: packages whose frames are not the user's code (but those registered as users' code: diface's test kit)
 _LIBRARIES = ("numpy", "scipy", "autograd", "diface")
@@ -59,11 +59,11 @@ def library_of(frame: FrameType) -> str | None:
     if known is not None:
         return known
     top = module.partition(".")[0] if isinstance(module, str) else ""
-    return top if top and _compiled(top) else None
+    return top if top and compiled(top) else None
 
 
 @functools.lru_cache(maxsize=1024)
-def _compiled(top: str) -> bool:
+def compiled(top: str) -> bool:
     """Whether the package `top` (a top-level module name) ships compiled extension modules."""
     module = sys.modules.get(top)
     paths = list(getattr(module, "__path__", None) or ())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -24,6 +25,7 @@ from ._guards import GUARD, formatting, refuse_escape, refuse_store, stored_into
 from ._index import normalize
 from ._objects import Element, converted, holds_traced, lift, lifts, refuse_in_library
 from ._operators import Operators
+from ._sites import library_of
 from ._structure import ASTYPE, BROADCAST_TO, GETITEM, RESHAPE, SETITEM, TRANSPOSE
 
 __all__ = ["MissingAttribute", "TapeArray", "holds_traced", "operand", "slot_of"]
@@ -131,6 +133,14 @@ class TapeArray(Traced, Operators):
         base = TapeArray(tape, self._read())
         new = SETITEM(base, value, *k.arrays, template=k.template, adv_front=k.adv_front, unique=True)
         self._commit(new._slot)
+
+    # -- what the user's code sees ------------------------------------------------------------------
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        """`numpy.ndarray` for the user's code (and the pure-Python libraries it calls), so that
+        `isinstance(x, np.ndarray)` takes the array path a library has for NumPy arrays; the tape's own
+        code, NumPy, SciPy and compiled packages see `TapeArray` (`type(x)` is always `TapeArray`)."""
+        return np.ndarray if library_of(sys._getframe(1)) is None else TapeArray
 
     # -- array attributes ---------------------------------------------------------------------------
     @property
