@@ -45,9 +45,11 @@ class AutoTape(Backend):
     call traces `f` again). An operation the tape does not know raises `di.NotSupportedError` naming it
     and the line of `f` that called it.
 
-    Inside `f`, `x` is a traced array, not a `numpy.ndarray` (`isinstance(x, np.ndarray)` is False):
-    use `np.ndim(x)`, `np.shape(x)`, `x.dtype` or `hasattr(x, "shape")`, and never `np.asarray(x)`,
-    which would drop the derivative (and raises).
+    Inside `f`, `x` is a traced array standing in for a NumPy array (`isinstance(x, np.ndarray)` is
+    True in the user's code, `type(x)` is not `numpy.ndarray`). Conversions (`np.asarray(x, float)`)
+    keep it traced, arrays `f` creates (`np.zeros`, `np.empty`, ...) may be filled with traced values,
+    and `math`'s functions, `.item()` and `.tolist()` keep the derivative; `float(t)` of a value that
+    depends on `x` raises `di.NotSupportedError` (it would drop the derivative).
 
     Args:
         mode: "auto" (default), "forward" or "reverse": the direction of Jacobians (gradients are
