@@ -21,7 +21,7 @@ from ._graph import Traced
 from ._prim import Prim
 from ._sites import user_location
 
-__all__ = ["GUARD", "formatting", "observe", "refuse_escape", "user_location"]
+__all__ = ["GUARD", "formatting", "observe", "refuse_escape", "user_location", "values_key"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _STORE_SUBSCR = dis.opmap.get("STORE_SUBSCR")
@@ -79,7 +79,15 @@ def observe(kind: str, v: Any) -> Any:
         return int(v)
     if kind == "count":
         return int(np.count_nonzero(v))
+    if kind == "values":
+        return values_key(v)
     raise KeyError(kind)
+
+
+def values_key(v: Any) -> tuple:
+    """An integer or boolean array's values as a comparable key (a guard on all of them)."""
+    a = np.asarray(v)
+    return a.shape, a.dtype.str, a.tobytes()
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -26,7 +26,7 @@ from ..._errors import NotSupportedError
 from ._graph import Traced
 from ._guards import stored_into_numpy_array
 from ._messages import ALTERNATIVES, rule_limit
-from ._sites import call_site, in_rule
+from ._sites import call_site, in_rule, user_location
 
 __all__ = [
     "Element",
@@ -302,6 +302,11 @@ def converted(t: Any, dtype: Any) -> np.ndarray:
     slot = t._read()
     if not tape.slots[slot].variable:
         return np.array(tape.values[slot], dtype=dtype)  # writable, as a conversion's result may be written
+    if tape.slots[slot].dtype.kind in "biu" and not in_rule():
+        # integers and booleans carry no derivative (an index, a mask into a plain array): their values
+        # are guarded, so that a prepared call with others raises instead of reusing these
+        t.observe("values", "integer or boolean values taken out of the tape (an index or a mask)", user_location())
+        return np.array(tape.values[slot], dtype=dtype)
     site = call_site(sys._getframe(2))
     rule = in_rule()
     if rule is not None:

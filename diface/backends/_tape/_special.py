@@ -171,6 +171,8 @@ def _bessel_fixed(fn: str, order: float, c_minus: float, c_plus: float, c_same: 
 
 #: name in scipy.special -> partials (built when first used)
 SPECIAL: dict[str, Callable[[], tuple]] = {
+    "exp10": lambda: (lambda ins, y, out: np.multiply(y, math.log(10.0), out=out),),
+    "exp2": lambda: (lambda ins, y, out: np.multiply(y, math.log(2.0), out=out),),
     "expit": lambda: (lambda ins, y, out: np.multiply(y, np.subtract(1.0, y, out=out), out=out),),
     "log_expit": lambda: (lambda ins, y, out: special().expit(np.negative(ins[0]), out=out),),
     "logit": lambda: (_d_logit,),

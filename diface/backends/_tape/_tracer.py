@@ -21,7 +21,15 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ._dispatch import array_function, array_ufunc
 from ._graph import Tape, Traced
-from ._guards import GUARD, formatting, refuse_escape, refuse_store, stored_into_numpy_array, user_location
+from ._guards import (
+    GUARD,
+    formatting,
+    refuse_escape,
+    refuse_store,
+    stored_into_numpy_array,
+    user_location,
+    values_key,
+)
 from ._index import normalize
 from ._objects import Element, converted, holds_traced, lift, lifts, refuse_in_library
 from ._operators import Operators
@@ -246,8 +254,8 @@ class TapeArray(Traced, Operators):
             self._tape.add_guard(GUARD, slot, {"kind": kind, "expected": outcome, "what": what, "where": where})
 
     def observe(self, kind: str, what: str, where: str) -> Any:
-        if kind == "count":
-            outcome = int(np.count_nonzero(self._value()))
+        if kind in ("count", "values"):
+            outcome = int(np.count_nonzero(self._value())) if kind == "count" else values_key(self._value())
             self._guard(kind, outcome, what, where)
             return outcome
         return self._take(kind, what, where)  # f's own conversion was judged when it was recorded
