@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ._buffers import Arena, Storage
-from ._elementwise import guarded_vjp_step, has_nan, quiet, strong_multiply
+from ._elementwise import guarded_vjp_step, nan_probe, quiet, strong_multiply
 from ._graph import GUARD_OUTPUT, Tape
 from ._partials import Arg
 from ._prim import HOLOMORPHIC, reduce_axes
@@ -255,6 +255,7 @@ class Reverse:
         self.quiet = strong or tape.singular()
         #: what the strong twin is compiled from (None: this is one), and the twin once compiled
         self._again: tuple | None = None if strong or not tape.unbounded() else (tape, fwd, batch, arena)
+        self._nan = None if self._again is None else nan_probe(self.result)
         self._twin: Reverse | None = None
 
     def run(self) -> np.ndarray:
@@ -265,7 +266,7 @@ class Reverse:
         else:
             for step in self.steps:
                 step()
-        if self._again is not None and has_nan(self.result):
+        if self._nan is not None and self._nan():
             return self._strong()
         return self.result
 

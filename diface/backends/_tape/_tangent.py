@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ._buffers import Arena, Storage
-from ._elementwise import guarded_jvp_step, has_nan, quiet, strong_multiply
+from ._elementwise import guarded_jvp_step, nan_probe, quiet, strong_multiply
 from ._graph import Tape
 from ._partials import Arg
 from ._seeds import identity_scatter, identity_seed
@@ -126,6 +126,7 @@ class Tangent:
         self.quiet = strong or tape.singular()
         #: what the strong twin is compiled from (None: this is one), and the twin once compiled
         self._again: tuple | None = None if strong or not tape.unbounded() else (tape, fwd, batch, arena, identity)
+        self._nan = None if self._again is None else nan_probe(self.result)
         self._twin: Tangent | None = None
 
     def run(self) -> np.ndarray:
@@ -136,7 +137,7 @@ class Tangent:
         else:
             for step in self.steps:
                 step()
-        if self._again is not None and has_nan(self.result):
+        if self._nan is not None and self._nan():
             return self._strong()
         return self.result
 
