@@ -285,11 +285,11 @@ def _strong(a: Any, b: Any, out: Any) -> Any:
     return out
 
 
-def _strong_into(a: Any, b: Any, out: Any) -> None:
-    """`strong_multiply` into a buffer that is neither factor (a prepared step: the floating-point
-    errors are the replay's to silence)."""
+def _strong_into(a: Any, b: Any, out: Any, nan: Any) -> None:
+    """`strong_multiply` into a buffer that is neither factor, `nan` its `nan_probe` (a prepared step:
+    the floating-point errors are the replay's to silence)."""
     np.multiply(a, b, out)
-    if has_nan(out):
+    if nan():
         np.copyto(out, 0, where=np.logical_or(np.equal(a, 0), np.equal(b, 0)))
 
 
@@ -358,7 +358,7 @@ class _StrongMultiply(Ufunc):
         return _strong(ins[0], ins[1], out)
 
     def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
-        return partial(_strong_into, ins[0], ins[1], out)  # out is a buffer of its own (not inplace)
+        return partial(_strong_into, ins[0], ins[1], out, nan_probe(out))  # out: its own buffer (not inplace)
 
     def unbounded(self, literals: tuple) -> bool:
         return False
