@@ -14,6 +14,10 @@ and accumulated by the others; a slot with one contribution that is the cotangen
 itself (addition, reshape, transpose, a sum's broadcast) shares that buffer instead of copying it, and
 slots that receive partial contributions (indexing) are zeroed just before. Nodes that do not depend on
 x, or that the output does not depend on, are pruned from the sweeps.
+
+A sweep whose result holds a NaN runs again as its strong twin (compiled then, once), whose ufunc
+products are strong (0 * inf := 0, see `_elementwise.strong_multiply`): a zero cotangent routed into
+a branch of `where` that was not taken, times a partial that is infinite there, gives 0.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ._buffers import Arena, Storage
+from ._elementwise import guarded_vjp_step, nan_probe, quiet, strong_multiply
 from ._graph import GUARD_OUTPUT, Tape
 from ._partials import Arg
 from ._prim import HOLOMORPHIC, reduce_axes
@@ -105,6 +110,8 @@ class Forward:
         self.steps = steps
         self.x_buf = bufs[tape.x]
         self.output = bufs[tape.output]
+        #: a second-order tape computes its rules' partials here, at poles too (then multiplied by 0)
+        self.quiet = tape.rules and tape.singular()
 
     def run(self, x: Any, cv: tuple, y: Any) -> bool:
         """Load x, the context leaves and y into their buffers and replay; False (nothing run) if a
@@ -123,8 +130,13 @@ class Forward:
             np.copyto(buf, v)
         if self.y_load is not None:
             np.copyto(self.y_load, y)
-        for step in self.steps:
-            step()
+        if self.quiet:
+            with quiet():
+                for step in self.steps:
+                    step()
+        else:
+            for step in self.steps:
+                step()
         return True
 
 
@@ -163,9 +175,10 @@ def _over_dying_input(store: Storage, node: Any, ins: tuple, slot: Any, last: di
 
 
 class Reverse:
-    """The reverse sweep: cotangents of the output (a batch of `batch`, or one) to cotangents of x."""
+    """The reverse sweep: cotangents of the output (a batch of `batch`, or one) to cotangents of x;
+    `strong`: the twin taking strong products (see the module docstring)."""
 
-    def __init__(self, tape: Tape, fwd: Forward, batch: int | None, arena: Arena) -> None:
+    def __init__(self, tape: Tape, fwd: Forward, batch: int | None, arena: Arena, strong: bool = False) -> None:
         slots, nodes = tape.slots, tape.nodes
         lead = () if batch is None else (batch,)
         b = len(lead)
@@ -190,6 +203,7 @@ class Reverse:
             for i, s in wanted[k]:
                 shape, dtype = lead + slots[s].shape, slots[s].dtype
                 first = s not in adj
+                vjp_step = partial(guarded_vjp_step, prim) if strong else prim.vjp_step
                 if prim.scatter:
                     if first:
                         target = adj[s] = store.new(s, shape, dtype)
@@ -210,7 +224,7 @@ class Reverse:
                         store.view(s, node.output)
                         continue
                 if first and count[s] == 1 and linear is None:
-                    small = _scaled_broadcast(prim, i, ins, g, b, shape, dtype, store, s)
+                    small = _scaled_broadcast(prim, i, ins, g, b, shape, dtype, store, s, strong)
                     if small is not None:  # a constant cotangent times a number: computed on one element
                         adj[s], step = small
                         steps.append(step)
@@ -222,14 +236,14 @@ class Reverse:
                     steps += _add_view(target, linear, first, b, store)
                 elif prim.elementwise and slots[s].shape != slots[node.output].shape:
                     big, raw = store.temp(lead + slots[node.output].shape, dtype)
-                    steps.append(prim.vjp_step(i, ins, y, g, b, big, node.params))
+                    steps.append(vjp_step(i, ins, y, g, b, big, node.params))
                     steps += _add_view(target, (1, big), first, b, store)
                     store.done(raw)
                 elif first:
-                    steps.append(prim.vjp_step(i, ins, y, g, b, target, node.params))
+                    steps.append(vjp_step(i, ins, y, g, b, target, node.params))
                 else:
                     tmp, raw = store.temp(target.shape, dtype)
-                    steps.append(prim.vjp_step(i, ins, y, g, b, tmp, node.params))
+                    steps.append(vjp_step(i, ins, y, g, b, tmp, node.params))
                     steps.append(partial(np.add, target, tmp, target))
                     store.done(raw)
             store.release(node.output)
@@ -238,11 +252,32 @@ class Reverse:
         if x_adj is None:
             x_adj = np.zeros(lead + slots[tape.x].shape, slots[tape.x].dtype)
         self.result = x_adj
+        self.quiet = strong or tape.singular()
+        #: what the strong twin is compiled from (None: this is one), and the twin once compiled
+        self._again: tuple | None = None if strong or not tape.unbounded() else (tape, fwd, batch, arena)
+        self._nan = None if self._again is None else nan_probe(self.result)
+        self._twin: Reverse | None = None
 
     def run(self) -> np.ndarray:
-        for step in self.steps:
-            step()
+        if self.quiet:
+            with quiet():
+                for step in self.steps:
+                    step()
+        else:
+            for step in self.steps:
+                step()
+        if self._nan is not None and self._nan():
+            return self._strong()
         return self.result
+
+    def _strong(self) -> np.ndarray:
+        """The result of the strong twin (compiled on first use) for the same seed."""
+        if self._twin is None:
+            assert self._again is not None
+            tape, fwd, batch, arena = self._again
+            self._twin = Reverse(tape, fwd, batch, arena, strong=True)
+        np.copyto(self._twin.seed, self.seed)
+        return self._twin.run()
 
 
 class _Conjugates:
@@ -282,11 +317,11 @@ class _Conjugates:
 
 
 def _scaled_broadcast(
-    prim: Any, i: int, ins: tuple, g: Any, b: int, shape: tuple, dtype: Any, store: Storage, s: int
+    prim: Any, i: int, ins: tuple, g: Any, b: int, shape: tuple, dtype: Any, store: Storage, s: int, strong: bool
 ) -> tuple[Any, Any] | None:
     """For a cotangent `g` that is one value broadcast (a sum's cotangent, say) and an elementwise
     partial that is a number: the contribution as that value times the number, broadcast, and the step
-    computing it; else None."""
+    computing it (a strong product in a strong sweep); else None."""
     partials = getattr(prim, "partials", None)
     if partials is None:
         return None
@@ -304,7 +339,7 @@ def _scaled_broadcast(
     one = g[(*(slice(None),) * b, *(slice(0, 1),) * (g.ndim - b), Ellipsis)]  # a view: the value per batch row
     small = store.new(s, one.shape, dtype)
     view = np.broadcast_to(small.reshape(one.shape[:b] + (1,) * (len(shape) - b)), shape)
-    return view, partial(np.multiply, one, p, small)
+    return view, partial(strong_multiply if strong else np.multiply, one, p, small)
 
 
 def _contributions(node: Any, slots: list) -> list[tuple[int, int]]:

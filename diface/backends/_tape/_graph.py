@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._errors import NotSupportedError
-from ._sites import user_location
+from ._sites import in_rule, user_location
 
 __all__ = ["GUARD_OUTPUT", "Node", "Slot", "Tape", "Traced", "current_tape", "recording_stack"]
 
@@ -133,6 +133,9 @@ class Tape:
         self.y: int = -1
         self.output: int = -1
         self.closed = False
+        #: some node was recorded while a derivative rule ran on traced values (a second-order tape)
+        self.rules = False
+        self._unbounded: tuple[int, tuple[frozenset[int], bool]] = (-1, (frozenset(), False))
 
     # -- building ---------------------------------------------------------------------------------
     def add_slot(self, value: Any, kind: str, active: bool, variable: bool, weak: bool = False, node: int = -1) -> int:
@@ -221,6 +224,8 @@ class Tape:
                 )
         slot = self.add_slot(value, "node", active, True, node=len(self.nodes))
         self.nodes.append(Node(prim, inputs, slot, params))
+        if in_rule() is not None:
+            self.rules = True
         return slot
 
     def add_guard(self, prim: Any, slot: int, params: dict) -> None:
@@ -278,6 +283,65 @@ class Tape:
             if output:
                 saved.add(node.output)
         return saved
+
+    def unbounded(self) -> frozenset[int]:
+        """The slots whose values may be infinite or NaN although x is finite: the outputs of operations
+        that can divide by zero or overflow (`Prim.unbounded`), literals that are not finite, context
+        values (any value may come in at a call), and what is computed from any of them (boolean and
+        integer values excepted). Sweeps check their results for NaN only where this is not empty;
+        rules recorded on traced values take strong products where it meets them (`guarded`)."""
+        return self._analysis()[0]
+
+    def singular(self) -> bool:
+        """Whether some operation can divide by zero or overflow (`Prim.unbounded`), or a literal is
+        not finite: the sweeps may compute a partial at a pole (and multiply it by zero), silently."""
+        return self._analysis()[1]
+
+    def _analysis(self) -> tuple[frozenset[int], bool]:
+        if self._unbounded[0] == len(self.nodes):
+            return self._unbounded[1]
+        slots, values = self.slots, self.values
+        wild: set[int] = set()
+        singular = False
+        for s, slot in enumerate(slots):
+            if slot.dtype.kind not in "fc":
+                continue
+            if slot.kind in ("constant", "cache"):
+                wild.add(s)
+            elif slot.kind == "literal" and values[s] is not None and not np.all(np.isfinite(values[s])):
+                wild.add(s)
+                singular = True
+        for node in self.nodes:
+            s = node.output
+            if s == GUARD_OUTPUT or slots[s].dtype.kind not in "fc":
+                continue
+            literals = tuple(values[i] if slots[i].kind == "literal" else None for i in node.inputs)
+            if node.prim.unbounded(literals):
+                wild.add(s)
+                singular = True
+            elif any(i in wild for i in node.inputs):
+                wild.add(s)
+        result = (frozenset(wild), singular)
+        self._unbounded = (len(self.nodes), result)
+        return result
+
+    def guarded(self, order: list[int], reverse: bool) -> set[int]:
+        """The nodes among `order` (a sweep's) whose tangent-times-partial products may meet an
+        infinity or a NaN: forward, those whose output is `unbounded` (their tangents and partials are
+        finite otherwise); reverse, also those upstream of them (their cotangents may be infinite)."""
+        wild = self.unbounded()
+        nodes, slots = self.nodes, self.slots
+        if not reverse:
+            return {k for k in order if nodes[k].output in wild}
+        reached = set(wild)
+        guarded = set()
+        for k in order:  # from the output back
+            node = nodes[k]
+            if node.output in reached:
+                guarded.add(k)
+                nondiff = node.prim.nondiff
+                reached.update(s for i, s in enumerate(node.inputs) if i not in nondiff and slots[s].active)
+        return guarded
 
     def forward_nodes(self) -> list[int]:
         """Indices of the active nodes the output depends on, in order (the forward-mode sweep)."""

@@ -4,17 +4,27 @@
 On traced values these record (the sweeps of one tape become the nodes of another: the reverse sweep
 recorded and differentiated in forward mode gives Hessian-vector products); on arrays they compute
 (unprepared calls, which differentiate the values seen while recording).
+
+Products of tangents with partials are strong (0 * inf := 0, see `_elementwise.strong_multiply`) where
+they may meet an infinity: on arrays, a sweep whose result holds a NaN runs again with strong products
+throughout; on traced values, the products of the nodes `Tape.guarded` names are recorded strong (the
+recorded tape is replayed at other points, where the infinities may be elsewhere).
 """
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 import numpy as np
 
+from ._elementwise import Ufunc, has_nan, quiet
 from ._graph import GUARD_OUTPUT, Tape, Traced
-from ._prim import HOLOMORPHIC, conjugated, reduce_to, shape_of
+from ._prim import HOLOMORPHIC, InputsFrom, conjugated, reduce_to, shape_of
 from ._sites import recording_rule
+
+#: every node (a sweep taking strong products throughout)
+_EVERY = InputsFrom(0)
 
 __all__ = ["jvp", "replay", "vjp"]
 
@@ -33,8 +43,34 @@ def replay(tape: Tape, env: list, live: list[int]) -> list:
     return env
 
 
+def _traced(tape: Tape, env: list, seed: Any) -> bool:
+    return isinstance(seed, Traced) or any(isinstance(env[s], Traced) for s in (tape.x, *(i[0] for i in tape.inputs)))
+
+
 def jvp(tape: Tape, env: list, tangent: Any, order: list[int]) -> Any:
     """The output tangent for the tangent of x (None if the output does not depend on x)."""
+    with quiet():
+        if _traced(tape, env, tangent):
+            return _jvp(tape, env, tangent, order, tape.guarded(order, reverse=False))
+        t = _jvp(tape, env, tangent, order, ())
+        if t is not None and has_nan(np.asarray(t)):
+            t = _jvp(tape, env, tangent, order, _EVERY)
+        return t
+
+
+def vjp(tape: Tape, env: list, cotangent: Any, order: list[int]) -> Any:
+    """The cotangent of x for the output cotangent (None if the output does not depend on x)."""
+    with quiet():
+        if _traced(tape, env, cotangent):
+            return _vjp(tape, env, cotangent, order, tape.guarded(order, reverse=True))
+        g = _vjp(tape, env, cotangent, order, ())
+        if g is not None and has_nan(np.asarray(g)):
+            g = _vjp(tape, env, cotangent, order, _EVERY)
+        return g
+
+
+def _jvp(tape: Tape, env: list, tangent: Any, order: list[int], strong: Container[int]) -> Any:
+    """`jvp`, the products of the nodes in `strong` strong."""
     slots, nodes = tape.slots, tape.nodes
     tangents: dict[int, Any] = {tape.x: tangent}
     watch = isinstance(env[tape.x], Traced)  # recording the rules (second order): name them in errors
@@ -49,7 +85,10 @@ def jvp(tape: Tape, env: list, tangent: Any, order: list[int]) -> Any:
             ins = tuple(env[s] for s in node.inputs)
             if watch:
                 recording_rule(prim)
-            t = prim.jvp(ins, env[node.output], ts, 0, **node.params)
+            if k in strong and isinstance(prim, Ufunc):
+                t = prim.jvp(ins, env[node.output], ts, 0, guard=True)
+            else:
+                t = prim.jvp(ins, env[node.output], ts, 0, **node.params)
             shape = slots[node.output].shape
             if shape_of(t) != shape:
                 t = np.broadcast_to(t, shape)
@@ -60,8 +99,8 @@ def jvp(tape: Tape, env: list, tangent: Any, order: list[int]) -> Any:
     return tangents.get(tape.output)
 
 
-def vjp(tape: Tape, env: list, cotangent: Any, order: list[int]) -> Any:
-    """The cotangent of x for the output cotangent (None if the output does not depend on x)."""
+def _vjp(tape: Tape, env: list, cotangent: Any, order: list[int], strong: Container[int]) -> Any:
+    """`vjp`, the products of the nodes in `strong` strong."""
     slots, nodes = tape.slots, tape.nodes
     adjoints: dict[int, Any] = {tape.output: cotangent}
     watch = isinstance(env[tape.x], Traced)  # recording the rules (second order): name them in errors
@@ -80,6 +119,7 @@ def vjp(tape: Tape, env: list, cotangent: Any, order: list[int]) -> Any:
             if prim.complex == HOLOMORPHIC and slots[node.output].dtype.kind == "c":
                 # the adjoint of a complex derivative: the rule at the conjugated values (`Prim.complex`)
                 ins, y = tuple(conjugated(v) for v in ins), conjugated(y)
+            guard = k in strong and isinstance(prim, Ufunc)
             for i, s in enumerate(node.inputs):
                 if i in nondiff or not slots[s].active:
                     continue
@@ -89,7 +129,7 @@ def vjp(tape: Tape, env: list, cotangent: Any, order: list[int]) -> Any:
                     if both is not None:
                         adjoints[s] = both
                         continue
-                c = prim.vjp(i, ins, y, g, 0, **node.params)
+                c = prim.vjp(i, ins, y, g, 0, guard=True) if guard else prim.vjp(i, ins, y, g, 0, **node.params)
                 if prim.elementwise:
                     c = reduce_to(c, slots[s].shape)
                 adjoints[s] = c if previous is None else np.add(previous, c)

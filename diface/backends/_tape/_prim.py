@@ -134,6 +134,13 @@ class Prim:
                 promoted[i] = tape.add_node(PROMOTE, (s,), {"dtype": value.dtype}, np.asarray(real, value.dtype))
         return promoted
 
+    def unbounded(self, literals: tuple) -> bool:
+        """Whether the value or a local partial derivative may be infinite or NaN at finite inputs (a
+        division by zero, sqrt or log at 0, exp overflowing); `literals` holds the inputs' values where
+        they are fixed at recording, None elsewhere. `Tape.unbounded` follows such values through the
+        tape: where they meet the rules' products, those are strong (see `_elementwise.strong_multiply`)."""
+        return False
+
     def no_rule_error(self, i: int) -> Exception:
         return NotSupportedError(
             f"AutoTape does not know the derivative of {self.label()} with respect to its argument {i + 1} "

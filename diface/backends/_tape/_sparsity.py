@@ -66,6 +66,7 @@ _UFUNC_KINDS = {
         L,
     ),
     "multiply": B,
+    "strong_multiply": B,  # a product recorded by a rule (second order)
     **dict.fromkeys("divide true_divide xlogy xlog1py".split(), Q),
 }
 #: the most elements the index space of one contraction may have before it is taken as dense

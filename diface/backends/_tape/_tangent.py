@@ -13,6 +13,9 @@ the same base and key merge. A tangent is written out where something else needs
 non-elementwise operation, the output) in one pass per term. Forward over reverse (Hessians) is made
 of such chains: the recorded reverse sweep multiplies cotangents by partial derivatives and adds them
 into slices of the gradient, node after node; each chain then costs about one batched pass.
+
+A sweep whose result holds a NaN runs again as its strong twin, whose products (the ufuncs' steps, the
+coefficients and the terms written out) are strong: 0 * inf := 0 (see `_elementwise.strong_multiply`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ._buffers import Arena, Storage
+from ._elementwise import guarded_jvp_step, nan_probe, quiet, strong_multiply
 from ._graph import Tape
 from ._partials import Arg
 from ._seeds import identity_scatter, identity_seed
@@ -55,10 +59,22 @@ def aligned(buf: Any, lead: tuple, ndim: int) -> Any:
 
 
 class Tangent:
-    """The forward-mode sweep over `batch` tangents (None: one, with no batch axis)."""
+    """The forward-mode sweep over `batch` tangents (None: one, with no batch axis); `strong`: the twin
+    taking strong products (see the module docstring)."""
 
-    def __init__(self, tape: Tape, fwd: Any, batch: int | None, arena: Arena, identity: int | None = None) -> None:
+    def __init__(
+        self,
+        tape: Tape,
+        fwd: Any,
+        batch: int | None,
+        arena: Arena,
+        identity: int | None = None,
+        strong: bool = False,
+    ) -> None:
         slots, nodes = tape.slots, tape.nodes
+        self.strong = strong
+        #: products of coefficients and terms: strong ones in the strong twin
+        self.multiply: Any = strong_multiply if strong else np.multiply
         lead = () if batch is None else (batch,)
         b = len(lead)
         x_slot = slots[tape.x]
@@ -107,11 +123,33 @@ class Tangent:
         else:
             self.result = np.zeros(lead + out_slot.shape, out_slot.dtype)
         del self.tan, self.store, self.owned
+        self.quiet = strong or tape.singular()
+        #: what the strong twin is compiled from (None: this is one), and the twin once compiled
+        self._again: tuple | None = None if strong or not tape.unbounded() else (tape, fwd, batch, arena, identity)
+        self._nan = None if self._again is None else nan_probe(self.result)
+        self._twin: Tangent | None = None
 
     def run(self) -> np.ndarray:
-        for step in self.steps:
-            step()
+        if self.quiet:
+            with quiet():
+                for step in self.steps:
+                    step()
+        else:
+            for step in self.steps:
+                step()
+        if self._nan is not None and self._nan():
+            return self._strong()
         return self.result
+
+    def _strong(self) -> np.ndarray:
+        """The result of the strong twin (compiled on first use) for the same seed."""
+        if self._twin is None:
+            assert self._again is not None
+            tape, fwd, batch, arena, identity = self._again
+            self._twin = Tangent(tape, fwd, batch, arena, identity, strong=True)
+        if self.identity is None:
+            np.copyto(self._twin.seed, self.seed)
+        return self._twin.run()
 
     # -- tangents as arrays ----------------------------------------------------------------------------
     def _step(self, node: Any, active: list, ins: tuple, y: Any, b: int) -> None:
@@ -126,7 +164,10 @@ class Tangent:
             self.store.view(node.output, node.inputs[0])
         else:
             out = self.tan[node.output] = self.store.new(node.output, lead + slot.shape, slot.dtype)
-            self.steps.append(prim.jvp_step(ins, y, ts, b, out, node.params))
+            if self.strong:
+                self.steps.append(guarded_jvp_step(prim, ins, y, ts, b, out, node.params))
+            else:
+                self.steps.append(prim.jvp_step(ins, y, ts, b, out, node.params))
 
     def _release(self, s: int) -> None:
         self.store.release(s)
@@ -222,12 +263,12 @@ class Tangent:
             if t.coef is None:  # the partial itself is the coefficient: a forward buffer, read in place
                 return _Term(t.key, t.base, t.bkey, a, None, t.sign)
             buf, key = self._new_coef(s, np.broadcast_shapes(np.shape(a), t.coef.shape), dtype)
-            self.steps.append(partial(np.multiply, a, t.coef, buf))
+            self.steps.append(partial(self.multiply, a, t.coef, buf))
             return _Term(t.key, t.base, t.bkey, buf, key, t.sign)
         buf, key = self._new_coef(s, shape, dtype)
         self.steps.append(partial(_partial_into, p, ins, y, buf))
         if t.coef is not None:
-            self.steps.append(partial(np.multiply, buf, t.coef, buf))
+            self.steps.append(partial(self.multiply, buf, t.coef, buf))
         return _Term(t.key, t.base, t.bkey, buf, key, t.sign)
 
     def _merged(self, terms: list, s: int) -> list:
@@ -239,6 +280,9 @@ class Tangent:
         dtype = self.slots[s].dtype
         for group in groups.values():
             t = group[0]
+            if self.strong:  # a term times 0 is 0, whatever its coefficient (inf * 0 := 0)
+                group = [u for u in group if u.sign != 0] or [_Term(t.key, t.base, t.bkey, None, None, 0.0)]
+                t = group[0]
             if len(group) == 1:
                 merged.append(t)
             elif all(u.coef is None for u in group):
@@ -254,6 +298,11 @@ class Tangent:
     def _write(self, terms: list, out: np.ndarray) -> None:
         """Steps writing the sum of the terms into the batched buffer `out`."""
         lead, steps = self.lead, self.steps
+        if self.strong:  # a term times 0 is 0, whatever its coefficient (inf * 0 := 0)
+            terms = [t for t in terms if t.sign != 0]
+            if not terms:
+                steps.append(partial(np.copyto, out, 0))
+                return
         sparse: list[Any] = []
         if self.identity is not None:  # terms on the identity seed: their ones only, added last
             dense: list[Any] = []
@@ -303,7 +352,7 @@ class Tangent:
             unit = coef is None and sign in (1.0, -1.0)
             if first:
                 if not unit:
-                    steps.append(partial(np.multiply, base, factor, region))
+                    steps.append(partial(self.multiply, base, factor, region))
                 elif sign == 1.0:
                     steps.append(partial(np.copyto, region, base))
                 else:
@@ -313,7 +362,7 @@ class Tangent:
                 steps.append(partial(np.add if sign == 1.0 else np.subtract, region, base, region))
             else:
                 tmp, raw = self.store.temp(region.shape, out.dtype)
-                steps += [partial(np.multiply, base, factor, tmp), partial(np.add, region, tmp, region)]
+                steps += [partial(self.multiply, base, factor, tmp), partial(np.add, region, tmp, region)]
                 self.store.done(raw)
         steps += sparse
 

@@ -42,7 +42,7 @@ from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
 from ._contract import EINSUM, MATMUL
 from ._convolve import CONVOLVE, convolve_full
-from ._elementwise import CLIP, UFUNC_PRIMS, WHERE
+from ._elementwise import CLIP, UFUNC_PRIMS, WHERE, Ufunc, has_nan, quiet, strong_multiply
 from ._graph import Tape
 from ._linalg import INV, SOLVE
 from ._np_reductions import STD_ROOT
@@ -79,21 +79,41 @@ class Layout:
 class Algebra:
     """Products of coefficients: `mul(i, a, j, b)` is the product of an order-i and an order-j
     coefficient (order 0: a value, no batch axis). In collapsed mode two first coefficients give
-    their product summed over the directions (one row)."""
+    their product summed over the directions (one row). `strong`: products are strong and a zero
+    numerator gives a zero quotient (0 * inf := 0, 0 / 0 := 0: a zero series through a function at a
+    pole, a branch of `where` not taken), taken when a pass's result holds a NaN (see `has_nan`)."""
 
-    def __init__(self, collapsed: bool) -> None:
+    def __init__(self, collapsed: bool, strong: bool = False) -> None:
         self.collapsed = collapsed
+        self.strong = strong
 
     def mul(self, i: int, a: Any, j: int, b: Any) -> Any:
         if a is None or b is None:
             return None
         if self.collapsed and i and j:
-            return _pair_sum(a, b)
-        return a * b
+            return _pair_sum(a, b, self.strong)
+        return strong_multiply(a, b) if self.strong else a * b
+
+    def times(self, c: Any, t: Any) -> Any:
+        """t * c (None: zero)."""
+        if t is None:
+            return None
+        return strong_multiply(t, c) if self.strong else t * c
+
+    def over(self, t: Any, d: Any) -> Any:
+        """t / d (None: zero)."""
+        if t is None:
+            return None
+        r = t / d
+        if self.strong and has_nan(np.asarray(r)):
+            r = np.where(np.equal(t, 0), 0.0, r)
+        return r
 
 
-def _pair_sum(a: Any, b: Any) -> Any:
+def _pair_sum(a: Any, b: Any, strong: bool = False) -> Any:
     """Σ over the leading axis of a * b, keeping it as one row."""
+    if strong:
+        return np.sum(strong_multiply(a, b), axis=0, keepdims=True)
     if a.shape == b.shape and a.ndim >= 1:
         flat_a = a.reshape(a.shape[0], -1)
         return np.einsum("ij,ij->j", flat_a, b.reshape(flat_a.shape)).reshape((1, *a.shape[1:]))
@@ -108,14 +128,6 @@ def _add(terms: Any) -> Any:
             continue
         r = t if r is None else r + t
     return r
-
-
-def _times(c: Any, t: Any) -> Any:
-    return None if t is None else t * c
-
-
-def _over(t: Any, d: Any) -> Any:
-    return None if t is None else t / d
 
 
 # -- series arithmetic: lists [value, c₁, ..., c_K] of normalized coefficients (None: zero) -----------------
@@ -141,7 +153,7 @@ def _quotient(alg: Algebra, a: list, b: list, y0: Any, order: int) -> list:
     for k in range(1, order + 1):
         s = _add(alg.mul(j, b[j], k - j, y[k - j]) for j in range(1, k + 1))
         top = a[k] if s is None else (-s if a[k] is None else a[k] - s)
-        y.append(_over(top, b[0]))
+        y.append(alg.over(top, b[0]))
     return y
 
 
@@ -149,7 +161,8 @@ def _exp(alg: Algebra, u: list, y0: Any, order: int) -> list:
     """exp: yₖ = (1/k) Σ_{j=1..k} j uⱼ yₖ₋ⱼ."""
     y = [y0]
     for k in range(1, order + 1):
-        y.append(_times(1.0 / k, _add(_times(float(j), alg.mul(j, u[j], k - j, y[k - j])) for j in range(1, k + 1))))
+        terms = (alg.times(float(j), alg.mul(j, u[j], k - j, y[k - j])) for j in range(1, k + 1))
+        y.append(alg.times(1.0 / k, _add(terms)))
     return y
 
 
@@ -157,9 +170,9 @@ def _log(alg: Algebra, u: list, y0: Any, order: int) -> list:
     """log: yₖ = (uₖ - (1/k) Σ_{j=1..k-1} j yⱼ uₖ₋ⱼ) / u₀."""
     y = [y0]
     for k in range(1, order + 1):
-        s = _add(_times(j / k, alg.mul(j, y[j], k - j, u[k - j])) for j in range(1, k))
+        s = _add(alg.times(j / k, alg.mul(j, y[j], k - j, u[k - j])) for j in range(1, k))
         top = u[k] if s is None else (-s if u[k] is None else u[k] - s)
-        y.append(_over(top, u[0]))
+        y.append(alg.over(top, u[0]))
     return y
 
 
@@ -170,7 +183,7 @@ def _sqrt(alg: Algebra, u: list, y0: Any, order: int) -> list:
     for k in range(1, order + 1):
         s = _add(alg.mul(j, y[j], k - j, y[k - j]) for j in range(1, k))
         top = u[k] if s is None else (-s if u[k] is None else u[k] - s)
-        y.append(_over(top, twice))
+        y.append(alg.over(top, twice))
     return y
 
 
@@ -197,8 +210,8 @@ def _power(alg: Algebra, u: list, p: Any, y0: Any, order: int) -> list:
         return _binomial_power(alg, u, p, y0, order)
     y = [y0]
     for k in range(1, order + 1):
-        terms = (_times(p * j - (k - j), alg.mul(j, u[j], k - j, y[k - j])) for j in range(1, k + 1))
-        y.append(_over(_add(terms), k * u[0]))
+        terms = (alg.times(p * j - (k - j), alg.mul(j, u[j], k - j, y[k - j])) for j in range(1, k + 1))
+        y.append(alg.over(_add(terms), k * u[0]))
     return y
 
 
@@ -215,7 +228,7 @@ def _binomial_power(alg: Algebra, u: list, p: Any, y0: Any, order: int) -> list:
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(np.equal(binomial, 0), 0.0, binomial * np.power(u[0], np.subtract(p, m)))
         for k in range(m, order + 1):
-            y[k] = _add((y[k], _times(factor, power[k])))
+            y[k] = _add((y[k], alg.times(factor, power[k])))
         if m < order:
             power = _product(alg, power, delta, order)
     return y
@@ -225,8 +238,8 @@ def _sin_cos(alg: Algebra, u: list, s0: Any, c0: Any, order: int, sign: float) -
     """(sin, cos) (sign -1) or (sinh, cosh) (sign 1): sₖ = (1/k) Σ j uⱼ cₖ₋ⱼ, cₖ = ±(1/k) Σ j uⱼ sₖ₋ⱼ."""
     s, c = [s0], [c0]
     for k in range(1, order + 1):
-        s.append(_add(_times(j / k, alg.mul(j, u[j], k - j, c[k - j])) for j in range(1, k + 1)))
-        c.append(_add(_times(sign * j / k, alg.mul(j, u[j], k - j, s[k - j])) for j in range(1, k + 1)))
+        s.append(_add(alg.times(j / k, alg.mul(j, u[j], k - j, c[k - j])) for j in range(1, k + 1)))
+        c.append(_add(alg.times(sign * j / k, alg.mul(j, u[j], k - j, s[k - j])) for j in range(1, k + 1)))
     return s, c
 
 
@@ -234,7 +247,7 @@ def _integral(alg: Algebra, u: list, g: list, y0: Any, order: int) -> list:
     """y with y' = g u': yₖ = (1/k) Σ_{j=1..k} j uⱼ gₖ₋ⱼ (g to order - 1)."""
     y = [y0]
     for k in range(1, order + 1):
-        y.append(_add(_times(j / k, alg.mul(j, u[j], k - j, g[k - j])) for j in range(1, k + 1)))
+        y.append(_add(alg.times(j / k, alg.mul(j, u[j], k - j, g[k - j])) for j in range(1, k + 1)))
     return y
 
 
@@ -243,9 +256,9 @@ def _tan_like(alg: Algebra, u: list, y0: Any, order: int, sign: float) -> list:
     y = [y0]
     g = [1.0 + sign * y0 * y0]
     for k in range(1, order + 1):
-        y.append(_add(_times(j / k, alg.mul(j, u[j], k - j, g[k - j])) for j in range(1, k + 1)))
+        y.append(_add(alg.times(j / k, alg.mul(j, u[j], k - j, g[k - j])) for j in range(1, k + 1)))
         if k < order:
-            g.append(_times(sign, _add(alg.mul(i, y[i], k - i, y[k - i]) for i in range(k + 1))))
+            g.append(alg.times(sign, _add(alg.mul(i, y[i], k - i, y[k - i]) for i in range(k + 1))))
     return y
 
 
@@ -303,7 +316,7 @@ def _r_cosh(alg: Algebra, us: list, y0: Any, order: int) -> list:
 
 def _r_exp2(alg: Algebra, us: list, y0: Any, order: int) -> list:
     ln2 = math.log(2.0)
-    return _exp(alg, [us[0][0], *(_times(ln2, t) for t in us[0][1:])], y0, order)
+    return _exp(alg, [us[0][0], *(alg.times(ln2, t) for t in us[0][1:])], y0, order)
 
 
 def _r_expm1(alg: Algebra, us: list, y0: Any, order: int) -> list:
@@ -313,7 +326,7 @@ def _r_expm1(alg: Algebra, us: list, y0: Any, order: int) -> list:
 def _log_base(base: float) -> Callable:
     def rule(alg: Algebra, us: list, y0: Any, order: int) -> list:
         y = _log(alg, us[0], y0, order)
-        return [y0, *(_times(1.0 / math.log(base), t) for t in y[1:])]
+        return [y0, *(alg.times(1.0 / math.log(base), t) for t in y[1:])]
 
     return rule
 
@@ -377,13 +390,13 @@ def _logaddexp(scale: float) -> Callable:
     larger value (a constant, so each exp is at most 1)."""
 
     def rule(alg: Algebra, us: list, y0: Any, order: int) -> list:
-        a, b = ([u[0] * scale, *(_times(scale, t) for t in u[1:])] for u in us)
+        a, b = ([u[0] * scale, *(alg.times(scale, t) for t in u[1:])] for u in us)
         m = np.maximum(a[0], b[0])
         ea = _exp(alg, [a[0] - m, *a[1:]], np.exp(a[0] - m), order)
         eb = _exp(alg, [b[0] - m, *b[1:]], np.exp(b[0] - m), order)
         total = [ea[0] + eb[0], *(_add((p_, r_)) for p_, r_ in zip(ea[1:], eb[1:]))]
         y = _log(alg, total, None, order)
-        return [y0, *(_times(1.0 / scale, t) for t in y[1:])]
+        return [y0, *(alg.times(1.0 / scale, t) for t in y[1:])]
 
     return rule
 
@@ -456,9 +469,10 @@ _DIVIDE = id(UFUNC_PRIMS[np.divide])
 
 
 # -- cross terms of bilinear operations on two batched operands -------------------------------------------------
-def _cross(prim: Any, ins: tuple, pair: tuple[int, int], a: Any, b: Any, params: dict, collapsed: bool) -> Any:
+def _cross(prim: Any, ins: tuple, pair: tuple[int, int], a: Any, b: Any, params: dict, alg: Algebra) -> Any:
     """P(a, b) of the bilinear `prim` in the operands `pair` (the others at their values), both with a
-    leading batch axis; summed over it (one row) where `collapsed`."""
+    leading batch axis; summed over it (one row) where `alg.collapsed`."""
+    collapsed = alg.collapsed
     i, j = pair
     if prim is EINSUM:
         lhs, rhs = params["subscripts"].split("->")
@@ -475,7 +489,7 @@ def _cross(prim: Any, ins: tuple, pair: tuple[int, int], a: Any, b: Any, params:
     else:  # multiply: aligned to the output's dimensions
         r = None
     if r is None:
-        return _pair_sum(a, b) if collapsed else a * b
+        return _pair_sum(a, b, alg.strong) if collapsed else alg.times(a, b)
     return np.sum(r, axis=0, keepdims=True) if collapsed else r
 
 
@@ -566,7 +580,15 @@ class Plan:
     def run(self, vals: list, seed: np.ndarray, layout: Layout, alg: Algebra, basis: tuple | None = None) -> Any:
         """The output's coefficients `(layout.total, *y_shape)` for x's `seed` (None: f does not depend
         on x), given every slot's value in `vals`. `basis` (lo, hi): the seed is e_lo .. e_{hi-1} and
-        then zero rows (a product of a vector x with a matrix then takes the matrix's rows)."""
+        then zero rows (a product of a vector x with a matrix then takes the matrix's rows). A result
+        holding a NaN is computed again with strong products (`Algebra.strong`)."""
+        with quiet():  # the rules' factors at poles (1 / u₀ at u₀ = 0), multiplied by 0
+            out = self._run(vals, seed, layout, alg, basis)
+            if out is not None and not alg.strong and has_nan(out):
+                out = self._run(vals, seed, layout, Algebra(alg.collapsed, strong=True), basis)
+        return out
+
+    def _run(self, vals: list, seed: np.ndarray, layout: Layout, alg: Algebra, basis: tuple | None) -> Any:
         tape = self.tape
         env: dict[int, Any] = {tape.x: seed}
         for step in self.steps:
@@ -641,14 +663,17 @@ def _apply(step: _Step, vals: list, env: dict, layout: Layout, alg: Algebra, slo
         return _linalg(prim, ins, y, ts, layout, alg, full, out_slot.dtype)
     r = _matmul_linear(ins, ts) if prim is MATMUL and step.kind == "linear" else None
     if r is None:
-        r = prim.jvp(ins, y, ts, 1, None, **node.params)
+        if alg.strong and isinstance(prim, Ufunc):
+            r = prim.jvp(ins, y, ts, 1, None, guard=True)
+        else:
+            r = prim.jvp(ins, y, ts, 1, None, **node.params)
     if step.kind == "bilinear":
         i, j = step.rule
         r = np.array(np.broadcast_to(r, full), dtype=np.result_type(r, out_slot.dtype))
         rows = layout.rows
         for k in range(2, layout.order + 1):
             for m in range(1, k):
-                c = _cross(prim, ins, (i, j), ts[i][rows[m]], ts[j][rows[k - m]], node.params, alg.collapsed)
+                c = _cross(prim, ins, (i, j), ts[i][rows[m]], ts[j][rows[k - m]], node.params, alg)
                 r[rows[k]] += c
         return r
     if np.shape(r) != full:
@@ -668,7 +693,7 @@ def _series(
             us.append([v] + [t[rows[k]] for k in range(1, order + 1)])
     traced = [i for i, t in enumerate(ts) if t is not None]
     if alg.collapsed and len(traced) == 1:
-        ys = _collapsed_unary(rule, us, traced[0], y)
+        ys = _collapsed_unary(rule, us, traced[0], y, alg)
     else:
         ys = rule(alg, us, y, order)
     out = np.empty(full, dtype)
@@ -720,17 +745,17 @@ def _linalg(prim: Any, ins: tuple, y: Any, ts: tuple, layout: Layout, alg: Algeb
     return out
 
 
-def _collapsed_unary(rule: Callable, us: list, i: int, y: Any) -> list:
+def _collapsed_unary(rule: Callable, us: list, i: int, y: Any, alg: Algebra) -> list:
     """The collapsed pass through a function of one traced input u: y₁ = f'(u) u₁ and
     y₂ = f'(u) s₂ + f''(u)/2 Σ u₁², f' and f''/2 being the rule's coefficients along a unit direction
     (computed without the batch)."""
     unit: list[list] = [[u[0], None, None] for u in us]
     unit[i][1] = 1.0
-    d = rule(Algebra(False), unit, y, 2)
+    d = rule(Algebra(False, alg.strong), unit, y, 2)
     u1, u2 = us[i][1], us[i][2]
-    y1 = _times(d[1], u1)
+    y1 = alg.times(d[1], u1)
     squares = _pair_sum(u1, u1)
-    y2 = _add((_times(d[1], u2), _times(d[2], squares)))
+    y2 = _add((alg.times(d[1], u2), alg.times(d[2], squares)))
     return [y, y1, y2]
 
 
