@@ -183,7 +183,7 @@ def test_a_branch_on_x_is_refused_naming_the_line():
 
 
 def test_a_number_taken_from_x_is_refused():
-    with pytest.warns(Warning), pytest.raises(di.NotSupportedError, match="float"):
+    with pytest.raises(di.NotSupportedError, match="float"):
         _traced(lambda x: x * float(x[0]), 3, False)
 
 
@@ -208,9 +208,9 @@ def test_autosparse_end_to_end(dense):
 
 def test_what_the_tape_cannot_record_is_refused_clearly():
     def f(x):
-        return np.asarray(x) * 2  # plain NumPy asked for a plain array: autograd cannot either
+        return np.asarray(x) * 2  # the tape traces the conversion; autograd itself cannot differentiate it
 
-    with pytest.raises(di.NotSupportedError, match=r"np\.asarray\(x\).*DenseSparsityDetector"):
+    with pytest.raises(di.NotSupportedError, match=r"autograd\.numpy"):
         di.jacobian(f, di.AutoSparse(di.AutoAutograd()), np.ones(3))
 
 

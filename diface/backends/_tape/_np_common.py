@@ -9,10 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from ..._errors import NotSupportedError
 from ._graph import Traced
 from ._guards import refuse_store
 from ._messages import ALTERNATIVES, function_name, rule_limit, unsupported
 from ._prim import shape_of
+from ._sites import in_rule, user_location
 from ._structure import RESHAPE, TRANSPOSE
 from ._tracer import TapeArray, operand
 
@@ -23,6 +25,7 @@ __all__ = [
     "axes_of",
     "axis_of",
     "dtype_of",
+    "equality_branch",
     "floating",
     "function_name",
     "implements",
@@ -155,3 +158,39 @@ def literal_like(a: Any, value: np.ndarray) -> TapeArray:
     """A constant `value` on the tape of `a` (an array f may then write traced values into)."""
     tape = a._tape
     return TapeArray(tape, tape.literal(value))
+
+
+def equality_branch(cond: Any, x: Any, y: Any) -> None:
+    """`np.where(v == c, a, b)` with v depending on x: where the equality holds, f is `a` at one point
+    and `b` around it, so f's derivative there is the limit of b's, not a's, and the tape cannot know
+    it. Refused where the equality holds at the recorded point and `b` depends on x; elsewhere the
+    number of points where it holds (none) is guarded, so a prepared call that hits one raises."""
+    if not isinstance(cond, TapeArray) or in_rule() is not None:  # the tape's own rules know their branches
+        return
+    tape = cond._tape
+    slot = tape.slots[cond._read()]
+    if slot.node < 0:
+        return
+    node = tape.nodes[slot.node]
+    equal = True  # the condition is True where the equality holds (False: through a negation)
+    while getattr(node.prim, "ufunc", None) in (np.logical_not, np.invert) and tape.slots[node.inputs[0]].node >= 0:
+        equal = not equal
+        node = tape.nodes[tape.slots[node.inputs[0]].node]
+    ufunc = getattr(node.prim, "ufunc", None)
+    if ufunc not in (np.equal, np.not_equal) or not any(tape.slots[s].active for s in node.inputs):
+        return
+    equal = equal == (ufunc is np.equal)
+    around = y if equal else x  # the branch taken where the equality does not hold
+    if not (isinstance(around, TapeArray) and tape.slots[around._read()].active):
+        return
+    value = np.asarray(tape.values[cond._read()])
+    hits = int(np.count_nonzero(value if equal else ~value))
+    where = user_location()
+    if hits:
+        raise NotSupportedError(
+            f"AutoTape: np.where (or a ufunc's where=) at {where} chooses its branch by an exact equality of a "
+            "value that depends on x, and the equality holds at this point: f is one branch here and the "
+            "other around it, so its derivative is the limit of the other branch's, which the tape cannot "
+            "compute. Differentiate at a point where the equality does not hold, or with di.AutoFiniteDiff()."
+        )
+    cond.observe("count", "the number of points where np.where's equality holds (none when recorded)", where)

@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..._errors import NotSupportedError
 from ._complex import IMAG, REAL
 from ._elementwise import CLIP, WHERE
 from ._graph import Traced
@@ -20,6 +19,7 @@ from ._np_common import (
     axes_of,
     axis_of,
     dtype_of,
+    equality_branch,
     implements,
     literal_like,
     ndim_of,
@@ -30,7 +30,6 @@ from ._np_common import (
 )
 from ._prim import shape_of
 from ._reduce import NonDiff
-from ._sites import user_location
 from ._structure import BROADCAST_TO, CONCATENATE
 from ._tracer import TapeArray, guard_masks, operand
 
@@ -409,39 +408,8 @@ def _where(condition: Any, x: Any = NO, y: Any = NO) -> Any:
     if dtype_of(cond) != np.bool_:
         cond = np.not_equal(cond, 0)
     x, y = operand(x), operand(y)
-    _equality_branch(cond, x, y)
+    equality_branch(cond, x, y)
     return WHERE(cond, x, y)
-
-
-def _equality_branch(cond: Any, x: Any, y: Any) -> None:
-    """`np.where(v == c, a, b)` with v depending on x: where the equality holds, f is `a` at one point
-    and `b` around it, so f's derivative there is the limit of b's, not a's, and the tape cannot know
-    it. Refused where the equality holds at the recorded point and `b` depends on x; elsewhere the
-    number of points where it holds (none) is guarded, so a prepared call that hits one raises."""
-    if not isinstance(cond, TapeArray):
-        return
-    tape = cond._tape
-    slot = tape.slots[cond._read()]
-    if slot.node < 0:
-        return
-    node = tape.nodes[slot.node]
-    ufunc = getattr(node.prim, "ufunc", None)
-    if ufunc not in (np.equal, np.not_equal) or not any(tape.slots[s].active for s in node.inputs):
-        return
-    around = y if ufunc is np.equal else x  # the branch taken where the equality does not hold
-    if not (isinstance(around, TapeArray) and tape.slots[around._read()].active):
-        return
-    value = np.asarray(tape.values[cond._read()])
-    hits = int(np.count_nonzero(value if ufunc is np.equal else ~value))
-    where = user_location()
-    if hits:
-        raise NotSupportedError(
-            f"AutoTape: np.where at {where} chooses its branch by an exact equality of a value that depends "
-            "on x, and the equality holds at this point: f is one branch here and the other around it, so "
-            "its derivative is the limit of the other branch's, which the tape cannot compute. Differentiate "
-            "at a point where the equality does not hold, or with di.AutoFiniteDiff()."
-        )
-    cond.observe("count", "the number of points where np.where's equality holds (none when recorded)", where)
 
 
 @implements(np.clip)

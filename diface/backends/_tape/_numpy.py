@@ -35,7 +35,7 @@ from ._elementwise import WHERE, ufunc_prim
 from ._graph import Traced
 from ._guards import refuse_store, user_location
 from ._index import normalize
-from ._np_common import FUNCTIONS, dtype_of, function_name, unsupported, write_out
+from ._np_common import FUNCTIONS, dtype_of, equality_branch, function_name, unsupported, write_out
 from ._np_creation import CREATION
 from ._prim import shape_of
 from ._structure import INDEX_ADD
@@ -142,6 +142,7 @@ def _masked_call(ufunc: np.ufunc, args: list, where: Any, out: Any) -> Any:
     ]
     result = _call(ufunc, guarded)
     if out is not None:
+        equality_branch(mask, result, out)
         return write_out(WHERE(mask, result, out), out)
     if dtype_of(result).kind not in "biu":
         raise NotSupportedError(
