@@ -18,6 +18,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_calculus,
     _np_contract,
     _np_fft,
+    _np_interp,
     _np_linalg,
     _np_nondiff,
     _np_reductions,
