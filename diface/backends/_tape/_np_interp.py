@@ -23,7 +23,7 @@ detection apply to them as to any other code:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -105,13 +105,11 @@ def _conditions(condlist: Any, nd: int) -> list:
     of one."""
     if isinstance(condlist, Traced):
         single = condlist.ndim < 2 and nd != 0
-    elif np.isscalar(condlist) or isinstance(condlist, np.ndarray) and condlist.ndim == 0:
+    elif np.isscalar(condlist) or (isinstance(condlist, np.ndarray) and condlist.ndim == 0):
         single = True
     else:
         first = condlist[0]
         single = not isinstance(first, (list, np.ndarray, Traced)) and nd != 0
-        if isinstance(condlist, np.ndarray) and condlist.ndim >= 2:
-            single = False
     if single:
         condlist = [condlist]
     return [_as_bool(operand(c)) for c in condlist]
@@ -119,6 +117,7 @@ def _conditions(condlist: Any, nd: int) -> list:
 
 def _as_bool(c: Any) -> Any:
     if isinstance(c, Traced):
+        c = cast(Any, c)
         return c if c.dtype == np.bool_ else np.not_equal(c, 0)
     return np.asarray(c, dtype=bool)
 
