@@ -390,6 +390,9 @@ class TapeArray(Traced, Operators):
     def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
         return np.cumsum(self, axis=axis, dtype=dtype, out=out)
 
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        return np.cumprod(self, axis=axis, dtype=dtype, out=out)
+
     def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         return np.all(self, axis=axis, out=out, keepdims=keepdims)
 
