@@ -10,6 +10,7 @@ import numpy as np
 
 from ._elementwise import WHERE
 from ._np_common import axis_of, dtype_of, implements, ndim_of, reshape_of, write_out
+from ._np_contract import _convolve
 from ._np_shapes import _concatenate
 from ._prim import shape_of
 from ._scan import CUMPROD
@@ -106,8 +107,8 @@ def _correlate(a: Any, v: Any, mode: str = "valid") -> Any:
     if shape_of(a)[0] == 0 or shape_of(v)[0] == 0:
         raise ValueError(f"{'a' if shape_of(a)[0] == 0 else 'v'} cannot be empty")
     if shape_of(a)[0] >= shape_of(v)[0]:
-        return np.convolve(a, _conj(v)[::-1], mode)
-    return np.convolve(_conj(v), a[::-1], mode)[::-1]
+        return _convolve(a, _conj(v)[::-1], mode)
+    return _convolve(_conj(v), a[::-1], mode)[::-1]
 
 
 def _conj(v: Any) -> Any:
