@@ -138,7 +138,7 @@ def _sorted_lanes(a: Any, axis: Any) -> tuple[Any, tuple, tuple]:
     lanes = tuple(shape[k] for k in rest)
     n = int(np.prod([shape[k] for k in axes], dtype=np.int64))
     moved = np.transpose(a, rest + axes) if rest + axes != tuple(range(nd)) else a
-    flat = np.reshape(moved, lanes + (n,))
+    flat = np.reshape(moved, (*lanes, n))
     kept = tuple(1 if k in axes else shape[k] for k in range(nd))
     return np.sort(flat, axis=-1), lanes, kept
 
