@@ -23,6 +23,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_linalg,
     _np_linalg_extra,
     _np_nondiff,
+    _np_poly,
     _np_reductions,
     _np_statistics,
     _np_values,
