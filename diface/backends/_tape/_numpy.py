@@ -27,6 +27,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_reductions,
     _np_statistics,
     _np_values,
+    _np_vectorize,
     _scipy,
     _scipy_stats,
 )
