@@ -93,7 +93,8 @@ def _assemble(values: list, shape: tuple, dtype: np.dtype) -> Any:
         raise ValueError("setting an array element with a sequence.")
     if not any(isinstance(p, Traced) for p in parts):
         return np.asarray(parts, dtype=dtype).reshape(shape)
-    stacked: Any = np.stack([p if isinstance(p, Traced) else np.asarray(p) for p in parts])
+    pieces: list[Any] = [p if isinstance(p, Traced) else np.asarray(p) for p in parts]
+    stacked: Any = np.stack(pieces)
     stacked = np.reshape(stacked, shape)
     return stacked if stacked.dtype == dtype else stacked.astype(dtype)
 
