@@ -15,6 +15,7 @@ import numpy as np
 
 from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_arrange,
+    _np_assorted,
     _np_calculus,
     _np_contract,
     _np_cumulative,
