@@ -35,6 +35,12 @@ def _kept(value: Any) -> Any:
     return False if value is NO else bool(value)
 
 
+def _warn_all_nan(empty: Any) -> None:
+    """NumPy's warning for a slice of NaNs only (at recording, where it sees one)."""
+    if np.any(empty._value() if isinstance(empty, Traced) else empty):
+        warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
+
+
 # -- NaN-ignoring reductions --------------------------------------------------------------------------------
 def _nan_extreme(reduce: Any, fill: float, name: str) -> Any:
     def handler(
@@ -54,7 +60,9 @@ def _nan_extreme(reduce: Any, fill: float, name: str) -> Any:
         r = reduce(WHERE(nan, fill, a), axis=axis, keepdims=keep)
         if initial is not NO:
             r = (np.maximum if reduce is np.max else np.minimum)(r, initial)
-        r = WHERE(np.all(nan, axis=axis, keepdims=keep), np.nan, r)  # an all-NaN slice: NaN, as NumPy
+        empty = np.all(nan, axis=axis, keepdims=keep)
+        _warn_all_nan(empty)
+        r = WHERE(empty, np.nan, r)  # an all-NaN slice: NaN, as NumPy
         return write_out(r, out)
 
     return handler
@@ -178,9 +186,18 @@ def _median_of(a: Any, axis: Any, keepdims: bool, ignore_nan: bool) -> Any:
     low, high = _gather(s, lo), _gather(s, hi)
     r = WHERE(np.equal(lo, hi), np.divide(low, 1.0), np.divide(np.add(low, high), 2.0))  # NumPy's mean of them
     if np.issubdtype(s.dtype, np.inexact):
-        last = s[..., -1]
-        r = WHERE(np.equal(count, 0), np.nan, r) if ignore_nan else WHERE(np.isnan(last), last, r)
+        r = _nan_lanes(s, count, r, ignore_nan)
     return _finish(r, lanes, kept, keepdims)
+
+
+def _nan_lanes(s: Any, count: Any, r: Any, ignore_nan: bool) -> Any:
+    """NaN where a lane holds a NaN (an all-NaN lane for the nan- forms, with NumPy's warning)."""
+    if ignore_nan:
+        empty = np.equal(count, 0)
+        _warn_all_nan(empty)
+        return WHERE(empty, np.nan, r)
+    last = s[..., -1]
+    return WHERE(np.isnan(last), last, r)
 
 
 @implements(np.median)
@@ -262,8 +279,7 @@ def _quantile_of(
         np.add(low, np.multiply(diff, gamma)),
     )  # NumPy's _lerp
     if np.issubdtype(s.dtype, np.inexact):
-        last = s[..., -1]
-        r = WHERE(np.equal(count, 0), np.nan, r) if ignore_nan else WHERE(np.isnan(last), last, r)
+        r = _nan_lanes(s, count, r, ignore_nan)
     return _finish(r, lanes, kept, keepdims, q.shape)
 
 
