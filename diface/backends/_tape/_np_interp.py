@@ -165,11 +165,11 @@ def _select_branch(x: Any, cond: Any, func: Any, args: tuple, kw: dict, y: Any) 
     # the unselected entries: a selected element, or (none selected) a value func was defined at
     fill = WHERE(np.any(flat), np.reshape(x, (-1,))[np.argmax(flat)], _domain_value(x, cond, func, args, kw))
     v = WHERE(cond, x, _STOP(fill))
-    tape = v._tape
+    tape, slot = v._tape, v._read()
     start = len(tape.nodes)
     with np.errstate(all="ignore"):  # NumPy computes no unselected entry, and so warns of none
         r = func(v, *args, **kw)
-    if _elementwise_of(tape, start, v, r):
+    if _elementwise_of(tape, start, slot, shape_of(v), r):
         return _cast(WHERE(cond, operand(r), y), y.dtype)
     vals = x[cond]  # guards the number of selected elements
     if np.size(vals) > 0:
@@ -191,9 +191,12 @@ def _domain_value(x: Any, cond: Any, func: Any, args: tuple, kw: dict) -> Any:
     if selected.size:
         return selected.reshape(-1)[0]
     tries = np.concatenate([values.reshape(-1)[:8], _TRIES.astype(values.dtype)])
-    with np.errstate(all="ignore"):
-        r = func(tries, *args, **kw)
-    r = r._value() if isinstance(r, Traced) else np.asarray(r)
+    try:
+        with np.errstate(all="ignore"):
+            r = func(tries, *args, **kw)
+        r = r._value() if isinstance(r, Traced) else np.asarray(r)
+    except Exception:  # a trial only: func need not take these values
+        return tries[0]
     if r.shape == tries.shape and r.dtype.kind in "fc":
         finite = np.flatnonzero(np.isfinite(r))
         if finite.size:
@@ -201,13 +204,13 @@ def _domain_value(x: Any, cond: Any, func: Any, args: tuple, kw: dict) -> Any:
     return tries[0]
 
 
-def _elementwise_of(tape: Any, start: int, v: Any, r: Any) -> bool:
-    """Whether r, recorded by the nodes from `start` on, is an elementwise function of v (elementwise
-    operations only between v's values and numbers) or a number: then func(x)[cond] is func(x[cond])."""
+def _elementwise_of(tape: Any, start: int, slot: int, shape: tuple, r: Any) -> bool:
+    """Whether r, recorded by the nodes from `start` on, is an elementwise function of the value in
+    `slot` (elementwise operations only between its values and numbers) or a number: then func(x)[cond]
+    is func(x[cond])."""
     if isinstance(r, (list, tuple)):
         return False
-    shape = v.shape
-    reached = {v._read()}
+    reached = {slot}
     slots = tape.slots
     for node in tape.nodes[start:]:
         if node.output == GUARD_OUTPUT or not any(s in reached for s in node.inputs):

@@ -49,8 +49,10 @@ def _polyval(p: Any, x: Any) -> Any:
     p, x = operand(p), operand(x)
     if not isinstance(x, Traced):
         x = np.asanyarray(x)
+    if ndim_of(p) == 0:
+        raise TypeError("iteration over a 0-d array")
     y: Any = np.zeros_like(x)
-    for i in range(shape_of(p)[0] if ndim_of(p) else 0):
+    for i in range(shape_of(p)[0]):
         y = np.add(np.multiply(y, x), p[i])
     return y
 
