@@ -44,9 +44,9 @@ def assert_names(message: str, function: str, line_of: str) -> None:
 
 def test_unsupported_numpy_functions_are_named_with_the_users_line():
     def f(x):
-        return np.sum(np.linalg.lstsq(np.outer(x, x), x)[0])  # lstsq here
+        return np.sum(np.resize(x, 5))  # resize here
 
-    assert_names(refusal(f), "numpy.linalg.lstsq", "# lstsq here")
+    assert_names(refusal(f), "numpy.resize", "# resize here")
 
     def g(x):
         return np.sum(np.frexp(x)[0])  # frexp here
@@ -54,9 +54,9 @@ def test_unsupported_numpy_functions_are_named_with_the_users_line():
     assert_names(refusal(g), "numpy.frexp", "# frexp here")
 
     def h(x):
-        return np.polyval(x, 2.0)  # polyval here (NumPy converts its input)
+        return np.sum(np.polynomial.polynomial.polyder(x))  # polyder here (NumPy converts its input)
 
-    assert_names(refusal(h), "numpy.polyval", "# polyval here")
+    assert_names(refusal(h), "numpy.polynomial.polynomial.polyder", "# polyder here")
 
     def k(x):
         return np.sum(np.add.reduceat(x, [0, 1]))  # reduceat here

@@ -148,7 +148,7 @@ B1 = np.array([0.5, 0.0, 3.0, 0.0, -2.0])
 
 
 def _safe_reciprocal(b):
-    return np.divide(1.0, b, out=np.zeros_like(b), where=b != 0)
+    return np.divide(1.0, b, out=np.zeros_like(b), where=np.abs(b) > 0.1)  # 0 around b = 0
 
 
 def _log_or_keep(b):
@@ -159,7 +159,7 @@ def _log_or_keep(b):
 
 WHERE_UFUNCS = {
     # f, its Jacobian's diagonal, the diagonal of the Hessian of its sum
-    "1 / b where b != 0": (
+    "1 / b where |b| > 0.1": (
         _safe_reciprocal,
         lambda b: np.where(b != 0, -1 / np.where(b != 0, b, 1) ** 2, 0),
         lambda b: np.where(b != 0, 2 / np.where(b != 0, b, 1) ** 3, 0),
@@ -202,6 +202,20 @@ def test_ufuncs_with_where_and_out(name):
                 hess = np.diag(d2(b))
             np.testing.assert_allclose(twice(prep_h.hessian, b), hess, rtol=1e-12)
             np.testing.assert_allclose(twice(di.hessian, s, di.AutoTape(mode="forward"), b), hess, rtol=1e-12)
+
+
+def test_where_by_an_equality_that_holds_is_refused():
+    """1 / b where b != 0, else 0: at b = 0 the function jumps (no derivative); the tape refuses there
+    rather than give the masked branch's 0, and a preparation made elsewhere guards it."""
+    f = lambda b: np.divide(1.0, b, out=np.zeros_like(b), where=b != 0)
+    with pytest.raises(
+        di.NotSupportedError, match=r"test_tape_numpy_edges\.py:\d+ chooses its branch by an exact equality"
+    ):
+        di.jacobian(f, di.AutoTape(), B0)
+    prep = di.prepare_jacobian(f, di.AutoTape(), np.array([2.0, 0.5, -1.0, 3.0, 0.5]))
+    np.testing.assert_allclose(twice(prep.jacobian, -B1 - 1.0), np.diag(-1 / (B1 + 1.0) ** 2))
+    with pytest.raises(di.TapeMismatchError, match="equality"):
+        prep.jacobian(B0)
 
 
 def test_where_without_out():

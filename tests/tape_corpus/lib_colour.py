@@ -643,7 +643,16 @@ def rows(colour: Any) -> list[Row]:
     ]
 
     notation = [
-        Row(f"notation.{name}", 0, 10.0, 90.0, label=name)
+        # ASTM D1535 inverts its polynomial through a table (piecewise linear in Y): the reference's step
+        # stays within one segment of it
+        Row(
+            f"notation.{name}",
+            0,
+            10.0,
+            90.0,
+            label=name,
+            scale=1e-2 if "ASTM" in name or name == "munsell_value" else None,
+        )
         for name in (
             "munsell_value_Priest1920",
             "munsell_value_Munsell1933",

@@ -90,6 +90,12 @@ def values_key(v: Any) -> tuple:
     return a.shape, a.dtype.str, a.tobytes()
 
 
+def _shown(key: tuple) -> str:
+    """The values a `values_key` was made of, for messages."""
+    shape, dtype, data = key
+    return np.array2string(np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape), threshold=20, separator=", ")
+
+
 def _same(a: Any, b: Any) -> bool:
     return a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
 
@@ -107,9 +113,13 @@ class _Guard(Prim):
         # taken as a guard of that tape, not through float()/bool(), which are f's own conversions
         now = v.observe(kind, what, where) if isinstance(v, Traced) else observe(kind, v)
         if not _same(now, expected):
+            if kind == "values":  # (shape, dtype, bytes): the arrays themselves
+                seen = f"were {_shown(expected)} when the tape was recorded and are {_shown(now)} now"
+            else:
+                seen = f"was {expected!r} when the tape was recorded and is {now!r} now"
             raise TapeMismatchError(
                 f"AutoTape: this call takes another path through f than the recorded tape: {what} at {where} "
-                f"was {expected!r} when the tape was recorded and is {now!r} now. A prepared call replays "
+                f"{seen}. A prepared call replays "
                 "the recorded operations and cannot follow another branch; prepare again at this point, or "
                 "call without prep= (an unprepared call traces f again)."
             )

@@ -1,18 +1,22 @@
 """Dispatch for the Python-level SciPy and NumPy functions the tape knows but NumPy's protocols do not
 reach: they turn their inputs into plain arrays with np.asarray before anything the tape could see
 (scipy.special.logsumexp, softmax, polygamma, multigammaln, zeta, the scipy.stats distributions'
-pdf/logpdf/cdf/..., scipy.signal.convolve, NumPy's r_/c_ and as_strided).
+pdf/logpdf/cdf/..., scipy.signal.convolve, NumPy's r_/c_, as_strided, vectorize and numpy.polynomial's
+evaluation functions).
 
-When AutoTape records f, each such function of a module already imported is made to dispatch on
-traced arguments, once per function (under a lock): the function object itself is changed in place,
-its code replaced by a forwarder, so that every reference to it dispatches, including one taken before
-(`from scipy.special import logsumexp`). Called without a traced argument, the forwarder runs the
+When AutoTape records f, each such function of a module already imported (NumPy's own modules are
+imported then: numpy.polynomial is otherwise imported on first use, which may be inside f) is made to
+dispatch on traced arguments, once per function (under a lock): the function object itself is changed
+in place, its code replaced by a forwarder, so that every reference to it dispatches, including one
+taken before (`from scipy.special import logsumexp`). Called without a traced argument, the forwarder runs the
 function's own code, unchanged; with one, it runs the tape's rule for it. `inspect.signature` still
 shows the original signature, and `original(f)` returns the function as it was.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
 import sys
 import threading
@@ -21,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._graph import current_tape
+from ._np_common import FUNCTIONS
 from ._objects import holds_traced
 
 __all__ = ["HOOKS", "install", "original", "traced_argument"]
@@ -59,14 +64,25 @@ def install() -> None:
     with _LOCK:
         _SEEN[0] = len(sys.modules)
         for module, path, factory in HOOKS:
-            if (module, path) in _DONE or module not in sys.modules:
+            if (module, path) in _DONE:
                 continue
+            if module not in sys.modules:
+                if not module.startswith("numpy."):
+                    continue
+                importlib.import_module(module)  # NumPy's own (numpy.polynomial is imported on first use)
             target: Any = sys.modules[module]
             for name in path.split("."):
                 target = getattr(target, name, None)
             if isinstance(target, types.FunctionType):
                 _swap(target, factory, (module, path) in ALWAYS)
+            elif isinstance(getattr(target, "_implementation", None), types.FunctionType):
+                # a function NumPy dispatches through __array_function__ itself: the tape's handler for it
+                FUNCTIONS[target] = functools.partial(_dispatched, factory, target._implementation)
             _DONE.add((module, path))
+
+
+def _dispatched(factory: Callable[[], Callable], implementation: Callable, *args: Any, **kwargs: Any) -> Any:
+    return factory()(implementation, *args, **kwargs)
 
 
 def original(func: Any) -> Any:

@@ -55,9 +55,7 @@ def built(args: tuple, kwargs: dict) -> TapeArray:
     values (stacked): a new traced array (writing into it leaves the argument as it is), with `dtype` and
     `ndmin` applied."""
     a = args[0]
-    r = operand(a)
-    if r is a:
-        r = r.copy()
+    r = a.copy() if isinstance(a, TapeArray) else operand(a)  # a copy of a buffer is a buffer
     dtype = array_dtype(args, kwargs)
     if dtype is not None and np.dtype(dtype) != r.dtype:
         r = r.astype(dtype)

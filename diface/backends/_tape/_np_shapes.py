@@ -543,10 +543,12 @@ def _diagflat(v: Any, k: int = 0) -> Any:
 @implements(np.choose)
 def _choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
     """`choices[a[i]][i]`: a selection among the choices by a (constant or traced) integer array."""
-    if mode != "raise":
+    if mode not in ("raise", "clip"):
         raise unsupported("numpy.choose", f" with mode={mode!r}")
     index = operand(a)
     options = [operand(c) for c in choices]
+    if mode == "clip":
+        index = np.clip(index, 0, len(options) - 1)
     result = options[-1]
     for k in range(len(options) - 2, -1, -1):
         result = WHERE(np.equal(index, k), options[k], result)

@@ -16,14 +16,21 @@ import numpy as np
 from ..._errors import NotSupportedError
 from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_arrange,
+    _np_assorted,
     _np_calculus,
     _np_contract,
     _np_counts,
+    _np_cumulative,
     _np_fft,
+    _np_interp,
     _np_linalg,
+    _np_linalg_extra,
     _np_nondiff,
+    _np_poly,
     _np_reductions,
+    _np_statistics,
     _np_values,
+    _np_vectorize,
     _scipy,
     _scipy_solvers,
     _scipy_stats,
@@ -74,9 +81,9 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
             raise unsupported(f"{function_name(ufunc)}.reduce")
         kwargs.setdefault("axis", 0)
         return write_out(getattr(np, name)(*inputs, **kwargs), out)
-    if method == "accumulate" and ufunc is np.add:
+    if method == "accumulate" and ufunc in (np.add, np.multiply):
         kwargs.setdefault("axis", 0)
-        return write_out(np.cumsum(*inputs, **kwargs), out)
+        return write_out((np.cumsum if ufunc is np.add else np.cumprod)(*inputs, **kwargs), out)
     if method == "at" and ufunc is np.add:
         return _add_at(*inputs)
     if method == "outer":

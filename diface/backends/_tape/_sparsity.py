@@ -51,6 +51,7 @@ from ._linalg import DET, INV, LOGABSDET, SOLVE
 from ._prim import SUM_TO
 from ._record import Recording, record, recording_for
 from ._reduce import AMAX, AMIN, CUMSUM, PROD, PROD_OTHERS, SUM
+from ._scan import CUMPROD
 from ._sparsity_spectral import SPECTRAL_RULES, groups
 from ._structure import ASTYPE, BROADCAST_TO, CONCATENATE, GETITEM, INDEX_ADD, RESHAPE, SETITEM, TRANSPOSE
 
@@ -307,7 +308,7 @@ def _cumsum(run: _Run, node: Node, ins: list, shape: tuple) -> Deps:
     )
     cols: np.ndarray | list[int] = np.concatenate([lines[:, : k + 1].ravel() for k in range(length)]) if length else []
     members = sp.csr_array((np.ones(len(rows), dtype=bool), (rows, cols)), shape=(d.size, d.size))
-    return d.combine(members, shape)
+    return d.combine(members, shape, B if node.prim is CUMPROD else L)
 
 
 # -- contractions ----------------------------------------------------------------------------------------
@@ -431,6 +432,7 @@ _RULES: dict[Any, Callable] = {
     PROD_OTHERS: _prod_others,
     SUM_TO: _sum_to,
     CUMSUM: _cumsum,
+    CUMPROD: _cumsum,
     MATMUL: _matmul,
     EINSUM: _einsum,
     CONVOLVE: _convolve,

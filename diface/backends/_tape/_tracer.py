@@ -36,7 +36,7 @@ from ._operators import Operators
 from ._sites import library_of
 from ._structure import ASTYPE, BROADCAST_TO, GETITEM, RESHAPE, SETITEM, TRANSPOSE
 
-__all__ = ["MissingAttribute", "TapeArray", "holds_traced", "operand", "slot_of"]
+__all__ = ["MissingAttribute", "TapeArray", "constant", "holds_traced", "operand", "slot_of"]
 
 # the values NumPy's functions take for these arguments (as numpy.ndarray's methods declare them)
 _OrderACF = Literal["A", "C", "F"]
@@ -351,9 +351,6 @@ class TapeArray(Traced, Operators):
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
         np.put(self, indices, values, mode=mode)  # type: ignore[arg-type]
 
-    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-        return np.cumprod(self, axis=axis, dtype=dtype, out=out)
-
     def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Any:
         return np.searchsorted(self, v, side=side, sorter=sorter)  # type: ignore[call-overload]
 
@@ -468,6 +465,9 @@ class TapeArray(Traced, Operators):
     def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
         return np.cumsum(self, axis=axis, dtype=dtype, out=out)
 
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        return np.cumprod(self, axis=axis, dtype=dtype, out=out)
+
     def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         return np.all(self, axis=axis, out=out, keepdims=keepdims)
 
@@ -538,6 +538,17 @@ class _Flags:
 
 def _dtype(a: Any) -> np.dtype:
     return a.dtype if hasattr(a, "dtype") else np.result_type(a)
+
+
+def constant(a: Any) -> Any:
+    """`a` as a plain value where it is a traced array holding a constant (a buffer f made that holds
+    no traced value yet), else `a` itself: for the handlers that take a differentiated argument only as
+    a constant."""
+    if isinstance(a, Traced):
+        slot = a._read()
+        if not a._tape.slots[slot].variable:
+            return a._tape.values[slot]
+    return a
 
 
 def slot_of(tape: Tape, a: Any) -> int:
