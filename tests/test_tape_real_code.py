@@ -220,7 +220,7 @@ def test_nothing_is_patched_outside_the_recording_thread():
     started, release = threading.Event(), threading.Event()
 
     def other_thread():
-        started.wait(5)
+        started.wait(60)
         seen["zeros"] = type(np.zeros(2))  # a recording is in progress in the main thread
         seen["asarray"] = type(asarray([1.0]))
         seen["exp"] = math.exp(0.0)
@@ -228,7 +228,7 @@ def test_nothing_is_patched_outside_the_recording_thread():
 
     def f(x):
         started.set()
-        release.wait(5)
+        release.wait(60)
         return np.sum(np.zeros(3) + x)
 
     worker = threading.Thread(target=other_thread)
@@ -261,3 +261,29 @@ def test_a_cache_keeps_its_meaning_and_a_buffer_leaves_no_trace():
     for _ in range(2):
         np.testing.assert_allclose(prep.jacobian(X, di.Cache(cache)), expected)
     assert np.all(cache == 7.0)
+
+
+def test_recordings_in_eight_threads_at_once():
+    """Each thread records its own f with buffers, conversions and math at the same time; the results are
+    those of the calls made one after another, and nothing stays patched."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    barrier = threading.Barrier(8)
+
+    def f(x, k):
+        barrier.wait(60)  # all eight recordings in progress together (a deadlock would break it)
+        y = zeros(3)
+        y[:] = np.asarray(x) * k + math.exp(x[0])
+        return np.sum(y**2)
+
+    def grad(k: int) -> np.ndarray:
+        return di.gradient(f, TAPE, X, di.Constant(float(k)))
+
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(grad, range(8)))
+    for k, g in enumerate(got):
+        y = X * k + math.exp(X[0])
+        expected = 2 * y * k
+        expected[0] += np.sum(2 * y) * math.exp(X[0])
+        np.testing.assert_allclose(g, expected, rtol=1e-13)
+    assert type(np.zeros(2)) is np.ndarray and np.asarray is asarray and math.exp is math_exp
