@@ -74,7 +74,7 @@ def _converter(name: str, original: Callable) -> Callable:
         traced = isinstance(a, Traced)
         if not (traced or ((type(a) is list or type(a) is tuple) and traced_argument(a))):
             if copies and _user_caller():
-                return _buffer(tape, original(*args, **kwargs))
+                return _buffer(tape, original(*args, **kwargs), a)
             return original(*args, **kwargs)
         if not _user_caller() or _is_object(array_dtype(args, kwargs)):
             return original(*args, **kwargs)
@@ -110,11 +110,13 @@ def _creator(original: Callable) -> Callable:
     return create
 
 
-def _buffer(tape: Tape, value: Any) -> Any:
-    """A floating-point array made by the user's code as a constant on the tape (anything else as it is)."""
-    if type(value) is not np.ndarray or value.dtype.kind not in "fc" or tape.closed:
+def _buffer(tape: Tape, value: Any, source: Any = None) -> Any:
+    """A floating-point array made by the user's code as a constant on the tape (anything else as it is).
+    An array NumPy did not make anew (`np.array(a, copy=False)` returns `a`) stays the caller's; the tape
+    keeps a new array itself where nothing else holds it, and a copy of a view."""
+    if type(value) is not np.ndarray or value.dtype.kind not in "fc" or tape.closed or value is source:
         return value
-    return TapeArray(tape, tape.literal(value, owned=True))
+    return TapeArray(tape, tape.literal(value, owned=value.base is None))
 
 
 # -- NumPy's scalar types ------------------------------------------------------------------------------------
