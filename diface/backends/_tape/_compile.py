@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ._buffers import Arena, Storage
-from ._elementwise import guarded_vjp_step, nan_probe, quiet, strong_multiply
+from ._elementwise import guarded_vjp_step, nan_probe, run_steps, strong_multiply
 from ._graph import GUARD_OUTPUT, Tape
 from ._partials import Arg
 from ._prim import HOLOMORPHIC, reduce_axes
@@ -130,13 +130,7 @@ class Forward:
             np.copyto(buf, v)
         if self.y_load is not None:
             np.copyto(self.y_load, y)
-        if self.quiet:
-            with quiet():
-                for step in self.steps:
-                    step()
-        else:
-            for step in self.steps:
-                step()
+        run_steps(self.steps, self.quiet)
         return True
 
 
@@ -259,13 +253,7 @@ class Reverse:
         self._twin: Reverse | None = None
 
     def run(self) -> np.ndarray:
-        if self.quiet:
-            with quiet():
-                for step in self.steps:
-                    step()
-        else:
-            for step in self.steps:
-                step()
+        run_steps(self.steps, self.quiet)
         if self._nan is not None and self._nan():
             return self._strong()
         return self.result

@@ -43,6 +43,7 @@ __all__ = [
     "has_nan",
     "nan_probe",
     "quiet",
+    "run_steps",
     "strong_multiply",
     "ufunc_prim",
 ]
@@ -76,6 +77,17 @@ def quiet() -> Any:
     """The floating-point errors the sweeps leave silent, as a context: a partial at a pole (1/0) is
     computed and then multiplied by a zero (see `strong_multiply`), which is no error of the user's."""
     return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
+def run_steps(steps: list, silent: bool) -> None:
+    """Run a prepared replay's or sweep's steps, with `quiet()` floating-point errors where `silent`."""
+    if silent:
+        with quiet():
+            for step in steps:
+                step()
+    else:
+        for step in steps:
+            step()
 
 
 class Ufunc(Prim):

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ._buffers import Arena, Storage
-from ._elementwise import guarded_jvp_step, nan_probe, quiet, strong_multiply
+from ._elementwise import guarded_jvp_step, nan_probe, run_steps, strong_multiply
 from ._graph import Tape
 from ._partials import Arg
 from ._seeds import identity_scatter, identity_seed
@@ -130,13 +130,7 @@ class Tangent:
         self._twin: Tangent | None = None
 
     def run(self) -> np.ndarray:
-        if self.quiet:
-            with quiet():
-                for step in self.steps:
-                    step()
-        else:
-            for step in self.steps:
-                step()
+        run_steps(self.steps, self.quiet)
         if self._nan is not None and self._nan():
             return self._strong()
         return self.result
