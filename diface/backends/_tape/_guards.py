@@ -62,10 +62,10 @@ def formatting() -> bool:
 
 def refuse_store() -> None:
     raise NotSupportedError(
-        f"AutoTape: a traced value was written into a plain NumPy array at {user_location()} (arr[i] = value); "
-        "NumPy converts it "
-        "to a number and its derivative would be lost. Make the array from traced values instead: "
-        "np.zeros_like(x), np.zeros(n, like=x), np.stack([...]) or np.concatenate([...])."
+        f"AutoTape: a traced value was written into a plain NumPy array at {user_location()} (arr[i] = value, "
+        "or out=arr): NumPy converts it to a number and its derivative would be lost. Arrays f makes with "
+        "np.zeros, np.empty, np.ones, np.full, np.array or np.copy may hold traced values; this one was made "
+        "another way (outside f, or computed from constants): write into np.array(arr) instead."
     )
 
 
