@@ -39,7 +39,9 @@ def _run(library: str) -> tuple[corpus.Summary, list[corpus.CaseResult]]:
 def _require(library: str) -> None:
     module = corpus.table(library).MODULE
     if module is not None:
+        options = np.get_printoptions()  # colour's import changes them for the whole process (doctests)
         pytest.importorskip(module)
+        np.set_printoptions(**options)
 
 
 @pytest.mark.parametrize("library", list(corpus.LIBRARIES))

@@ -834,6 +834,8 @@ def _lut() -> np.ndarray:
 
 
 def cases() -> list[Case]:
-    import colour
+    options = np.get_printoptions()
+    import colour  # it sets NumPy's print options to legacy="1.13" for every module of the process
 
+    np.set_printoptions(**options)
     return build(LIBRARY, colour, rows(colour))
