@@ -115,8 +115,8 @@ def main() -> None:
                     "after": lambda: after.prepare_gradient(f, after.AutoTape(), x, *ctx_a),
                     "before": lambda: before.prepare_gradient(f, before.AutoTape(), x, *ctx_b),
                 },
-                rounds=max(3, args.rounds // 3),
-                min_time=0.0,
+                rounds=args.rounds,
+                min_time=0.05,
             )
             print(
                 f"{name:28} {t['before'] / t['f']:>14.2f} {t['after'] / t['f']:>13.2f} "
@@ -142,7 +142,7 @@ def main() -> None:
                 "stacked, after": lambda: after.prepare_gradient(trajectory_stacked, after.AutoTape(), p),
                 "stacked, before": lambda: before.prepare_gradient(trajectory_stacked, before.AutoTape(), p),
             },
-            rounds=3,
+            rounds=max(3, args.rounds // 2),
             min_time=0.0,
         )
         print("\nEuler trajectory, 200 steps (gradient / f of the in-place f; recording in ms)")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import sys
 import threading
 import types
@@ -272,21 +273,30 @@ for _original, _forwarder in _TABLE.values():
         FUNCTIONS[_forwarder] = FUNCTIONS[_original]
 assert all(FUNCTIONS[getattr(np, name)] in CREATION for name in ("array", "asarray", "asanyarray"))
 
-#: module namespaces -> names bound there to an original (numpy's and math's own attributes first)
-_BINDINGS: list[tuple[dict, str, Any]] = [
-    *((vars(np), name, getattr(np, name)) for name in (*_CONVERSIONS, *_CREATIONS, *_SCALAR_TYPES, "double")),
-    *((vars(math), name, original) for name in dir(math) if id(original := getattr(math, name)) in _TABLE),
+#: (namespace, name, original, forwarder) for each name bound to an original: numpy's and math's own
+#: attributes first, then those found in other modules
+_BINDINGS: list[tuple[dict, str, Any, Any]] = [
+    (vars(module), name, getattr(module, name), _TABLE[id(getattr(module, name))][1])
+    for module, names in (
+        (np, (*_CONVERSIONS, *_CREATIONS, *_SCALAR_TYPES, "double")),
+        (math, tuple(n for n in dir(math) if id(getattr(math, n)) in _TABLE)),
+    )
+    for name in names
 ]
-_BOUND = {(id(namespace), attr) for namespace, attr, _ in _BINDINGS}
+_BOUND = {(id(namespace), attr) for namespace, attr, _, _ in _BINDINGS}
 _SCANNED: set[str] = {"numpy", "math"}
 _SEEN = [0]  # len(sys.modules) at the last scan
+_SIZES: dict[int, int] = {}  # id of a volatile namespace -> its number of names at its last scan
 #: modules whose own references are left as they are (their calls run the originals anyway)
 _SKIPPED = ("numpy", "scipy", "diface", "autograd", "math", "builtins", "sys")
+#: the standard library's directory: its modules never call NumPy, and their math calls stay math's
+_STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 
 
 def _scan(volatile: tuple[dict, ...]) -> None:
     """Find the names bound to an original in the modules imported since the last scan, and again in
-    the `volatile` namespaces (`__main__` and f's own module, which may import more after a recording)."""
+    the `volatile` namespaces (`__main__` and f's own module, which may import more after a recording)
+    where they have gained names."""
     if len(sys.modules) != _SEEN[0]:
         _SEEN[0] = len(sys.modules)
         for name, module in list(sys.modules.items()):
@@ -295,10 +305,18 @@ def _scan(volatile: tuple[dict, ...]) -> None:
             _SCANNED.add(name)
             namespace = getattr(module, "__dict__", None)
             top = name.partition(".")[0]
-            if top not in _SKIPPED and isinstance(namespace, dict):
-                _scan_namespace(namespace, types_too=not compiled(top))
+            if top in _SKIPPED or not isinstance(namespace, dict) or _in_stdlib(module):
+                continue
+            _scan_namespace(namespace, types_too=not compiled(top))
     for namespace in volatile:
-        _scan_namespace(namespace)
+        if _SIZES.get(id(namespace)) != len(namespace):
+            _SIZES[id(namespace)] = len(namespace)
+            _scan_namespace(namespace)
+
+
+def _in_stdlib(module: Any) -> bool:
+    path = getattr(module, "__file__", None)
+    return isinstance(path, str) and path.startswith(_STDLIB) and "site-packages" not in path
 
 
 def _scan_namespace(namespace: dict, types_too: bool = True) -> None:
@@ -310,15 +328,19 @@ def _scan_namespace(namespace: dict, types_too: bool = True) -> None:
             continue
         if (id(namespace), attr) not in _BOUND:
             _BOUND.add((id(namespace), attr))
-            _BINDINGS.append((namespace, attr, value))
+            _BINDINGS.append((namespace, attr, value, entry[1]))
 
 
 def _install(forward: bool) -> None:
-    for namespace, attr, original in _BINDINGS:
-        forwarder = _TABLE[id(original)][1]
-        old, new = (original, forwarder) if forward else (forwarder, original)
-        if namespace.get(attr) is old:  # someone else's replacement is left alone
-            namespace[attr] = new
+    """Put the forwarders in place (or the originals back); someone else's replacement is left alone."""
+    if forward:
+        for namespace, attr, original, forwarder in _BINDINGS:
+            if namespace.get(attr) is original:
+                namespace[attr] = forwarder
+    else:
+        for namespace, attr, original, forwarder in _BINDINGS:
+            if namespace.get(attr) is forwarder:
+                namespace[attr] = original
 
 
 @contextmanager
