@@ -86,6 +86,29 @@ def problems() -> list[tuple[str, Callable, np.ndarray, tuple]]:
     return out
 
 
+def row(name: str, f: Callable, x: np.ndarray, data: tuple, before: Any, rounds: int) -> str:
+    """One problem's line: gradient / f before and after, and recording before over after."""
+    fn = (lambda v: f(v, *data)) if data else f
+    ctx_a = tuple(after.Constant(d) for d in data)
+    ctx_b = tuple(before.Constant(d) for d in data)
+    pa = after.prepare_gradient(f, after.AutoTape(), x, *ctx_a)
+    pb = before.prepare_gradient(f, before.AutoTape(), x, *ctx_b)
+    np.testing.assert_allclose(pa.gradient(x, *ctx_a), pb.gradient(x, *ctx_b), rtol=1e-12)
+    t = interleaved(
+        {"f": lambda: fn(x), "after": lambda: pa.gradient(x, *ctx_a), "before": lambda: pb.gradient(x, *ctx_b)},
+        rounds=rounds,
+    )
+    rec = interleaved(
+        {
+            "after": lambda: after.prepare_gradient(f, after.AutoTape(), x, *ctx_a),
+            "before": lambda: before.prepare_gradient(f, before.AutoTape(), x, *ctx_b),
+        },
+        rounds=rounds,
+        min_time=0.05,
+    )
+    return f"{name:28} {t['before'] / t['f']:>14.2f} {t['after'] / t['f']:>13.2f} {rec['before'] / rec['after']:>20.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", default=BEFORE, help="git revision to compare with")
@@ -96,32 +119,7 @@ def main() -> None:
         print(f"before: {args.before}, after: this checkout; medians of {args.rounds} interleaved rounds\n")
         print(f"{'problem':28} {'grad/f before':>14} {'grad/f after':>13} {'record before/after':>20}")
         for name, f, x, data in problems():
-            fn = (lambda v, f=f, data=data: f(v, *data)) if data else f
-            ctx_a = tuple(after.Constant(d) for d in data)
-            ctx_b = tuple(before.Constant(d) for d in data)
-            pa = after.prepare_gradient(f, after.AutoTape(), x, *ctx_a)
-            pb = before.prepare_gradient(f, before.AutoTape(), x, *ctx_b)
-            np.testing.assert_allclose(pa.gradient(x, *ctx_a), pb.gradient(x, *ctx_b), rtol=1e-12)
-            t = interleaved(
-                {
-                    "f": lambda: fn(x),
-                    "after": lambda: pa.gradient(x, *ctx_a),
-                    "before": lambda: pb.gradient(x, *ctx_b),
-                },
-                rounds=args.rounds,
-            )
-            rec = interleaved(
-                {
-                    "after": lambda: after.prepare_gradient(f, after.AutoTape(), x, *ctx_a),
-                    "before": lambda: before.prepare_gradient(f, before.AutoTape(), x, *ctx_b),
-                },
-                rounds=args.rounds,
-                min_time=0.05,
-            )
-            print(
-                f"{name:28} {t['before'] / t['f']:>14.2f} {t['after'] / t['f']:>13.2f} "
-                f"{rec['before'] / rec['after']:>20.2f}"
-            )
+            print(row(name, f, x, data, before, args.rounds))
         p = np.array([4.0, 0.3])
         pa = after.prepare_gradient(trajectory, after.AutoTape(), p)
         sa = after.prepare_gradient(trajectory_stacked, after.AutoTape(), p)

@@ -16,8 +16,16 @@ _PACKAGES: set[str] = set()
 def register_user_code(package: str) -> None:
     """Treat the functions of `package` (a module name; its submodules too) as users' code."""
     _PACKAGES.add(package)
+    _ANSWERS.clear()
 
 
 def is_user_code(module: str) -> bool:
     """Whether functions of `module` (a module's `__name__`) are users' code by registration."""
-    return any(module == p or module.startswith(p + ".") for p in _PACKAGES)
+    answer = _ANSWERS.get(module)
+    if answer is None:
+        answer = _ANSWERS[module] = any(module == p or module.startswith(p + ".") for p in _PACKAGES)
+    return answer
+
+
+#: module name -> whether it is users' code (the engines ask once per frame they look at)
+_ANSWERS: dict[str, bool] = {}

@@ -148,7 +148,11 @@ class TapeArray(Traced, Operators):
         """`numpy.ndarray` for the user's code (and the pure-Python libraries it calls), so that
         `isinstance(x, np.ndarray)` takes the array path a library has for NumPy arrays; the tape's own
         code, NumPy, SciPy and compiled packages see `TapeArray` (`type(x)` is always `TapeArray`)."""
-        return np.ndarray if library_of(sys._getframe(1)) is None else TapeArray
+        frame = sys._getframe(1)
+        seen = _CLASS_SEEN_FROM.get(frame.f_code.co_filename)
+        if seen is None:  # (isinstance asks on every check that fails by type: the tape's own, mostly)
+            seen = _CLASS_SEEN_FROM[frame.f_code.co_filename] = np.ndarray if library_of(frame) is None else TapeArray
+        return seen
 
     # -- array attributes ---------------------------------------------------------------------------
     @property
@@ -514,6 +518,10 @@ class TapeArray(Traced, Operators):
         return np.conjugate(self)
 
     conjugate = conj
+
+
+#: source file -> the class a traced array reports to code of that file (`TapeArray.__class__`)
+_CLASS_SEEN_FROM: dict[str, type] = {}
 
 
 class MissingAttribute(NotSupportedError, AttributeError):
