@@ -50,8 +50,6 @@ __all__ = ["current_tape", "recording"]
 
 _LOCK = threading.Lock()
 _ACTIVE = [0]  # recordings in progress (any thread)
-#: the libraries whose own calls are left alone (their conversions are judged by `_objects.converted`)
-_LIBRARIES = ("numpy", "scipy", "diface")
 
 
 def _user_caller() -> bool:
