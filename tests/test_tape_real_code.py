@@ -151,8 +151,12 @@ def test_the_idiom_gives_what_the_pure_function_gives(name):
             np.testing.assert_allclose(di.jacobian(f, backend, x), expected, rtol=1e-12, atol=1e-14)
     tx = (np.ones_like(x), np.arange(1.0, 1.0 + x.size))
     got = di.prepare_pushforward(f, TAPE, x0, tx).pushforward(x, tx)
-    for t, ty in zip(tx, got):
+    same_point = di.prepare_pushforward_same_point(f, TAPE, x, tx).pushforward(x, tx)
+    pulled = di.prepare_pullback_same_point(f, TAPE, x, tuple(expected @ t for t in tx))
+    for t, ty, ty_same, tx_back in zip(tx, got, same_point, pulled.pullback(x, tuple(expected @ t for t in tx))):
         np.testing.assert_allclose(ty, expected @ t, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(ty_same, expected @ t, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(tx_back, (expected @ t) @ expected, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["trajectory", "writes", "assembly"])
