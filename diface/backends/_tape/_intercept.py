@@ -220,20 +220,19 @@ def _math_forwarder(name: str, original: Callable) -> Callable | None:
     rule = _math_rule(name)
     if rule is None:
         return None
+    folds = name in ("fsum", "prod")  # of an iterable (a generator too: taken once, as a list)
 
     @functools.wraps(original)
     def forward(*args: Any, **kwargs: Any) -> Any:
-        if any(isinstance(a, Traced) for a in args) or (
-            name in ("fsum", "prod") and args and traced_argument(list(args[0]) if _sized(args[0]) else [])
-        ):
+        if folds and args:
+            args = (list(args[0]), *args[1:])
+            if any(isinstance(v, Traced) for v in args[0]):
+                return rule(*args, **kwargs)
+        elif any(isinstance(a, Traced) for a in args):
             return rule(*args, **kwargs)
         return original(*args, **kwargs)
 
     return forward
-
-
-def _sized(a: Any) -> bool:
-    return isinstance(a, (list, tuple))
 
 
 # -- the forwarders and where they are installed --------------------------------------------------------------
@@ -294,7 +293,8 @@ _STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 def _scan(volatile: tuple[dict, ...]) -> None:
     """Find the names bound to an original in the modules imported since the last scan, and again in
     the `volatile` namespaces (`__main__` and f's own module, which may import more after a recording)
-    where they have gained names."""
+    where they have gained names. A compiled package's modules are left as they are: their calls run
+    the originals anyway (see `_user_caller`)."""
     if len(sys.modules) != _SEEN[0]:
         _SEEN[0] = len(sys.modules)
         for name, module in list(sys.modules.items()):
@@ -305,11 +305,13 @@ def _scan(volatile: tuple[dict, ...]) -> None:
             top = name.partition(".")[0]
             if top in _SKIPPED or not isinstance(namespace, dict) or _in_stdlib(module):
                 continue
-            _scan_namespace(namespace, types_too=not compiled(top))
+            found = _bound_in(namespace)
+            if found and not compiled(top):  # (asked only of the few modules that bind an original)
+                _bind(found)
     for namespace in volatile:
         if _SIZES.get(id(namespace)) != len(namespace):
             _SIZES[id(namespace)] = len(namespace)
-            _scan_namespace(namespace)
+            _bind(_bound_in(namespace))
 
 
 def _in_stdlib(module: Any) -> bool:
@@ -317,16 +319,22 @@ def _in_stdlib(module: Any) -> bool:
     return isinstance(path, str) and path.startswith(_STDLIB) and "site-packages" not in path
 
 
-def _scan_namespace(namespace: dict, types_too: bool = True) -> None:
-    """Record the names of `namespace` bound to an original (a scalar type only where `types_too`: a
-    compiled package's own `float64` is left as it is)."""
+def _bound_in(namespace: dict) -> list[tuple[dict, str, Any, Any]]:
+    """The names of `namespace` bound to an original, with their forwarders."""
+    found = []
     for attr, value in list(namespace.items()):
         entry = _TABLE.get(id(value))
-        if entry is None or entry[0] is not value or (not types_too and isinstance(value, type)):
-            continue
-        if (id(namespace), attr) not in _BOUND:
-            _BOUND.add((id(namespace), attr))
-            _BINDINGS.append((namespace, attr, value, entry[1]))
+        if entry is not None and entry[0] is value:
+            found.append((namespace, attr, value, entry[1]))
+    return found
+
+
+def _bind(found: list[tuple[dict, str, Any, Any]]) -> None:
+    for binding in found:
+        key = (id(binding[0]), binding[1])
+        if key not in _BOUND:
+            _BOUND.add(key)
+            _BINDINGS.append(binding)
 
 
 def _install(forward: bool) -> None:

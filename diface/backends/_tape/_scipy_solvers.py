@@ -40,7 +40,7 @@ def _variable(r: Any) -> bool:
         return bool(r._tape.slots[r._read()].variable)
     if isinstance(r, (list, tuple)):
         return any(_variable(v) for v in r)
-    return holds_traced(r) and not isinstance(r, Traced)
+    return holds_traced(r)  # an object array holding traced values
 
 
 def _refusal(name: str, where: str) -> NotSupportedError:
