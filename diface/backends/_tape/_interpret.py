@@ -49,24 +49,24 @@ def _traced(tape: Tape, env: list, seed: Any) -> bool:
 
 def jvp(tape: Tape, env: list, tangent: Any, order: list[int]) -> Any:
     """The output tangent for the tangent of x (None if the output does not depend on x)."""
-    with quiet():
-        if _traced(tape, env, tangent):
-            return _jvp(tape, env, tangent, order, tape.guarded(order, reverse=False))
-        t = _jvp(tape, env, tangent, order, ())
-        if t is not None and has_nan(np.asarray(t)):
-            t = _jvp(tape, env, tangent, order, _EVERY)
-        return t
+    return _strong_where_needed(_jvp, tape, env, tangent, order, reverse=False)
 
 
 def vjp(tape: Tape, env: list, cotangent: Any, order: list[int]) -> Any:
     """The cotangent of x for the output cotangent (None if the output does not depend on x)."""
+    return _strong_where_needed(_vjp, tape, env, cotangent, order, reverse=True)
+
+
+def _strong_where_needed(sweep: Any, tape: Tape, env: list, seed: Any, order: list[int], reverse: bool) -> Any:
+    """`sweep` on traced values with the products `Tape.guarded` names strong; on arrays plain, and again
+    strong throughout if its result holds a NaN."""
     with quiet():
-        if _traced(tape, env, cotangent):
-            return _vjp(tape, env, cotangent, order, tape.guarded(order, reverse=True))
-        g = _vjp(tape, env, cotangent, order, ())
-        if g is not None and has_nan(np.asarray(g)):
-            g = _vjp(tape, env, cotangent, order, _EVERY)
-        return g
+        if _traced(tape, env, seed):
+            return sweep(tape, env, seed, order, tape.guarded(order, reverse=reverse))
+        r = sweep(tape, env, seed, order, ())
+        if r is not None and has_nan(np.asarray(r)):
+            r = sweep(tape, env, seed, order, _EVERY)
+        return r
 
 
 def _jvp(tape: Tape, env: list, tangent: Any, order: list[int], strong: Container[int]) -> Any:
