@@ -434,3 +434,15 @@ def test_sparsity_patterns_of_the_new_recordings():
     for name, (f, want) in functions.items():
         pattern = recording_sparsity(record(f, B0, (), (), None), False).jacobian_pattern().toarray() != 0
         assert (pattern == want).all(), name
+
+
+def test_an_equality_guard_keeps_a_global_sparsity_pattern():
+    """The guard that no point hits an equality (np.where(x == 0, ...)) decides no shape: the tracer's
+    global pattern is where's union of both branches, and the sparse Jacobian is the dense one."""
+    f = lambda x: np.where(x == 0, 1.0, np.sin(x) / np.where(x == 0, 1.0, x)) * x[::-1]
+    x = np.array([0.5, -1.0, 2.0, 0.3])
+    sparse = di.AutoSparse(di.AutoTape(), sparsity_detector=di.TracerSparsityDetector())
+    prep = di.prepare_jacobian(f, sparse, x)
+    assert prep.sparsity_pattern.nnz == 8  # the diagonal and the anti-diagonal
+    for _ in range(2):
+        np.testing.assert_allclose(prep.jacobian(x + 0.1).toarray(), di.jacobian(f, di.AutoTape(), x + 0.1))

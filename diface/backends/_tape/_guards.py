@@ -77,7 +77,7 @@ def observe(kind: str, v: Any) -> Any:
         return float(v)
     if kind == "int":
         return int(v)
-    if kind == "count":
+    if kind in ("count", "equality"):  # "equality": the points where a branch's equality holds
         return int(np.count_nonzero(v))
     if kind == "values":
         return values_key(v)

@@ -193,4 +193,5 @@ def equality_branch(cond: Any, x: Any, y: Any) -> None:
             "other around it, so its derivative is the limit of the other branch's, which the tape cannot "
             "compute. Differentiate at a point where the equality does not hold, or with di.AutoFiniteDiff()."
         )
-    cond.observe("count", "the number of points where np.where's equality holds (none when recorded)", where)
+    # a guard of its own kind: it keeps the derivative right, and decides no shape or sparsity pattern
+    cond.observe("equality", "the number of points where np.where's equality holds (none when recorded)", where)

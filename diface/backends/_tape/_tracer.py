@@ -258,8 +258,8 @@ class TapeArray(Traced, Operators):
             self._tape.add_guard(GUARD, slot, {"kind": kind, "expected": outcome, "what": what, "where": where})
 
     def observe(self, kind: str, what: str, where: str) -> Any:
-        if kind in ("count", "values"):
-            outcome = int(np.count_nonzero(self._value())) if kind == "count" else values_key(self._value())
+        if kind in ("count", "equality", "values"):
+            outcome = values_key(self._value()) if kind == "values" else int(np.count_nonzero(self._value()))
             self._guard(kind, outcome, what, where)
             return outcome
         return self._take(kind, what, where)  # f's own conversion was judged when it was recorded
