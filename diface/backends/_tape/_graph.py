@@ -135,6 +135,12 @@ class Tape:
         self.closed = False
         #: some node was recorded while a derivative rule ran on traced values (a second-order tape)
         self.rules = False
+        #: a sub-tape (`_callbacks`): the tape it reads values from (f's recording, or another sub-tape),
+        #: its depth below the outermost recording, and the values it read: (parent slot, own slot)
+        self.parent: Tape | None = None
+        self.depth = 0
+        self.captures: list[tuple[int, int]] = []
+        self._captured: dict[int, int] = {}
         self._unbounded: tuple[int, tuple[frozenset[int], bool]] = (-1, (frozenset(), False))
 
     # -- building ---------------------------------------------------------------------------------
@@ -175,12 +181,7 @@ class Tape:
         concrete = []
         for a in args:
             if isinstance(a, Traced):
-                if a._tape is not self:
-                    raise NotSupportedError(
-                        "values traced by two different AutoTape recordings were combined; differentiate "
-                        "one function at a time"
-                    )
-                s = a._read()
+                s = a._read() if a._tape is self else self.capture(a._tape, a._read())
             else:
                 s = self.literal(a)
             slots.append(s)
@@ -191,6 +192,35 @@ class Tape:
         if value.dtype.kind == "c":
             slots = prim.promote_inputs(self, slots, value)
         return self.add_node(prim, tuple(slots), params, value)
+
+    def child(self) -> Tape:
+        """A sub-tape reading values of this one (a callback of f's, recorded on its own variable)."""
+        sub = Tape()
+        sub.parent = self
+        sub.depth = self.depth + 1
+        return sub
+
+    def capture(self, tape: Tape, slot: int) -> int:
+        """The slot of this sub-tape holding `slot` of `tape`, an enclosing tape (made on first use: an
+        input of kind "capture", or a literal where the value is fixed)."""
+        parent = self.parent
+        if parent is None or tape.depth >= self.depth:
+            raise NotSupportedError(
+                "values traced by two different AutoTape recordings were combined; differentiate one function at a time"
+            )
+        if tape is not parent:
+            slot = parent.capture(tape, slot)
+        own = self._captured.get(slot)
+        if own is None:
+            source = parent.slots[slot]
+            value = parent.values[slot]
+            if not source.variable:
+                own = self.literal(value)
+            else:
+                own = self.add_slot(value, "capture", source.active, True, weak=source.weak)
+                self.captures.append((slot, own))
+            self._captured[slot] = own
+        return own
 
     def add_node(self, prim: Any, inputs: tuple[int, ...], params: dict, value: np.ndarray) -> int:
         """The slot for `value`, computed by `prim` from `inputs`: a literal if no input is variable."""

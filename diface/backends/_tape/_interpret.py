@@ -26,7 +26,7 @@ from ._sites import recording_rule
 #: every node (a sweep taking strong products throughout)
 _EVERY = InputsFrom(0)
 
-__all__ = ["jvp", "replay", "vjp"]
+__all__ = ["jvp", "jvp_from", "replay", "vjp", "vjp_to"]
 
 
 def replay(tape: Tape, env: list, live: list[int]) -> list:
@@ -44,7 +44,33 @@ def replay(tape: Tape, env: list, live: list[int]) -> list:
 
 
 def _traced(tape: Tape, env: list, seed: Any) -> bool:
-    return isinstance(seed, Traced) or any(isinstance(env[s], Traced) for s in (tape.x, *(i[0] for i in tape.inputs)))
+    if isinstance(seed, dict):
+        return any(isinstance(v, Traced) for v in seed.values()) or _traced(tape, env, None)
+    inputs = (tape.x, *(i[0] for i in tape.inputs), *(c[1] for c in tape.captures))
+    return isinstance(seed, Traced) or any(isinstance(env[s], Traced) for s in inputs)
+
+
+def jvp_from(tape: Tape, env: list, seeds: dict[int, Any], order: list[int]) -> Any:
+    """`jvp` with tangents given for any slots (`seeds`: slot -> tangent), not only x's."""
+    return _strong_where_needed(_jvp, tape, env, seeds, order, reverse=False)
+
+
+def vjp_to(tape: Tape, env: list, cotangent: Any, order: list[int]) -> dict[int, Any]:
+    """`vjp` returning the cotangent of every active slot the sweep reached (slot -> cotangent)."""
+    return _strong_where_needed(_vjp_all, tape, env, cotangent, order, reverse=True) or {}
+
+
+def _vjp_all(tape: Tape, env: list, cotangent: Any, order: list[int], strong: Container[int]) -> Any:
+    adjoints = _adjoints(tape, env, cotangent, order, strong)
+    return _AllAdjoints(adjoints)
+
+
+class _AllAdjoints(dict):
+    """The adjoints of a sweep, which `_strong_where_needed` checks for NaN as an array."""
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        parts = [np.ravel(np.asarray(v)) for v in self.values() if not isinstance(v, Traced)]
+        return np.concatenate(parts) if parts else np.zeros(0)
 
 
 def jvp(tape: Tape, env: list, tangent: Any, order: list[int]) -> Any:
@@ -72,7 +98,7 @@ def _strong_where_needed(sweep: Any, tape: Tape, env: list, seed: Any, order: li
 def _jvp(tape: Tape, env: list, tangent: Any, order: list[int], strong: Container[int]) -> Any:
     """`jvp`, the products of the nodes in `strong` strong."""
     slots, nodes = tape.slots, tape.nodes
-    tangents: dict[int, Any] = {tape.x: tangent}
+    tangents: dict[int, Any] = dict(tangent) if isinstance(tangent, dict) else {tape.x: tangent}
     watch = isinstance(env[tape.x], Traced)  # recording the rules (second order): name them in errors
     try:
         for k in order:
@@ -101,6 +127,10 @@ def _jvp(tape: Tape, env: list, tangent: Any, order: list[int], strong: Containe
 
 def _vjp(tape: Tape, env: list, cotangent: Any, order: list[int], strong: Container[int]) -> Any:
     """`vjp`, the products of the nodes in `strong` strong."""
+    return _adjoints(tape, env, cotangent, order, strong).get(tape.x)
+
+
+def _adjoints(tape: Tape, env: list, cotangent: Any, order: list[int], strong: Container[int]) -> dict[int, Any]:
     slots, nodes = tape.slots, tape.nodes
     adjoints: dict[int, Any] = {tape.output: cotangent}
     watch = isinstance(env[tape.x], Traced)  # recording the rules (second order): name them in errors
@@ -136,4 +166,4 @@ def _vjp(tape: Tape, env: list, cotangent: Any, order: list[int], strong: Contai
     finally:
         if watch:
             recording_rule(None)
-    return adjoints.get(tape.x)
+    return adjoints

@@ -32,6 +32,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_values,
     _np_vectorize,
     _scipy,
+    _scipy_roots,
     _scipy_solvers,
     _scipy_stats,
 )
@@ -46,7 +47,7 @@ from ._np_common import FUNCTIONS, dtype_of, equality_branch, function_name, uns
 from ._np_creation import CREATION
 from ._prim import shape_of
 from ._structure import INDEX_ADD
-from ._tracer import TapeArray, guard_masks, holds_traced, operand
+from ._tracer import TapeArray, guard_masks, holds_traced, operand, refuse_inner
 
 __all__ = ["array_function", "array_ufunc"]
 
@@ -182,6 +183,7 @@ def _add_at(a: Any, indices: Any, b: Any = None) -> None:
         refuse_store()
     k = normalize(indices, a.shape)
     guard_masks(k.traced_masks)
+    refuse_inner(operand(b), a._tape)
     base = TapeArray(a._tape, a._read())
     new = INDEX_ADD(base, operand(b), *k.arrays, template=k.template, adv_front=k.adv_front, unique=k.unique)
     a._commit(new._slot)

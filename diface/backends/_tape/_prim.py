@@ -79,6 +79,9 @@ class Prim:
     #: input positions (among `nondiff`) whose derivative the tape does not know, although there is one
     #: (the order of a Bessel function): recording with an active value there raises
     no_rule: frozenset = frozenset()
+    #: sparsity detection (`_sparsity`) takes every output element as depending on every element of the
+    #: differentiated inputs, nonlinearly (operations with no finer rule: a SciPy solver's root)
+    dense_pattern = False
     #: False: the output never carries derivatives (comparisons, argmax, floor, ...)
     differentiable = True
     #: inputs broadcast against each other to the output shape
@@ -107,10 +110,13 @@ class Prim:
     promotes = True
 
     def __call__(self, *args: Any, **params: Any) -> Any:
+        carrier = None
         for a in args:
-            if isinstance(a, Traced):
-                return a._wrap(a._tape.record(self, args, params))
-        return self.forward(*args, **params)
+            if isinstance(a, Traced) and (carrier is None or a._tape.depth > carrier._tape.depth):
+                carrier = a  # the innermost tape records (a callback's sub-tape reads f's values)
+        if carrier is None:
+            return self.forward(*args, **params)
+        return carrier._wrap(carrier._tape.record(self, args, params))
 
     def __repr__(self) -> str:
         return f"<tape op {self.name}>"

@@ -26,8 +26,7 @@ __all__: list[str] = []
 
 _SOLVERS = {
     "scipy.optimize": (
-        "fsolve", "root", "brentq", "brenth", "ridder", "bisect", "toms748", "root_scalar", "minimize",
-        "minimize_scalar", "least_squares", "leastsq", "curve_fit", "fixed_point", "differential_evolution",
+        "least_squares", "leastsq", "curve_fit", "fixed_point", "differential_evolution",
         "basinhopping", "dual_annealing", "shgo", "direct", "newton_krylov", "anderson", "broyden1", "broyden2",
     ),
     "scipy.integrate": ("quad", "quad_vec", "dblquad", "tplquad", "nquad", "solve_ivp", "odeint", "solve_bvp"),

@@ -452,4 +452,13 @@ def _rule(prim: Any) -> Callable | None:
         return _elementwise
     if rule is None and isinstance(prim, _Part):
         return _per_matrix
+    if rule is None and prim.dense_pattern:
+        return _dense
     return rule
+
+
+def _dense(run: _Run, node: Node, ins: list, shape: tuple) -> Deps:
+    """Every output element on every element of the differentiated inputs (`Prim.dense_pattern`)."""
+    nondiff = node.prim.nondiff
+    parts = [v for i, v in enumerate(ins) if isinstance(v, Deps) and i not in nondiff]
+    return run.anywhere(parts, shape, N)

@@ -36,7 +36,7 @@ from ._operators import Operators
 from ._sites import library_of
 from ._structure import ASTYPE, BROADCAST_TO, GETITEM, RESHAPE, SETITEM, TRANSPOSE
 
-__all__ = ["MissingAttribute", "TapeArray", "constant", "holds_traced", "operand", "slot_of"]
+__all__ = ["MissingAttribute", "TapeArray", "constant", "holds_traced", "operand", "refuse_inner", "slot_of"]
 
 # the values NumPy's functions take for these arguments (as numpy.ndarray's methods declare them)
 _OrderACF = Literal["A", "C", "F"]
@@ -130,6 +130,7 @@ class TapeArray(Traced, Operators):
             )
         guard_masks(k.traced_masks)
         value = operand(value)
+        refuse_inner(value, tape)
         if k.covers_all:
             new = value
             if np.shape(value) != shape:
@@ -557,6 +558,16 @@ def constant(a: Any) -> Any:
         if not a._tape.slots[slot].variable:
             return a._tape.values[slot]
     return a
+
+
+def refuse_inner(value: Any, tape: Tape) -> None:
+    """Refuse writing a value of a callback's sub-tape (`_callbacks`) into an array of an enclosing
+    recording: the array would hold a value that exists only while the callback runs."""
+    if isinstance(value, Traced) and value._tape.depth > tape.depth:
+        raise NotSupportedError(
+            f"AutoTape: a function SciPy calls back writes a value computed from its own argument into an "
+            f"array of f's (at {user_location()}); keep such values inside the callback and return them"
+        )
 
 
 def slot_of(tape: Tape, a: Any) -> int:

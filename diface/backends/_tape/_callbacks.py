@@ -1,0 +1,188 @@
+"""Functions of f's that SciPy calls back on plain values (the residual of a root finder, an objective,
+an integrand), recorded as sub-tapes.
+
+A callback `fn(y, *args)` is recorded once on a tape of its own (`Tape.child`), with `y` as that tape's
+x. What it reads from f (traced values it closes over or receives in `args`) becomes an input of the
+sub-tape, a *capture* (`Tape.capture`): the sub-tape is a function g(y, c) of its variable and of f's
+values, which later calls replay on plain values (`evaluate`) without running the callback's Python
+code again, and whose derivatives in y and in c the sweeps of `_interpret` give exactly. A replay whose
+guards fail (the callback took another branch at this y) records it again while f is being recorded;
+in a prepared call (f is not run) it raises `TapeMismatchError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..._errors import NotSupportedError, TapeMismatchError
+from ._graph import Tape, Traced
+from ._intercept import recording
+from ._interpret import jvp_from, replay, vjp_to
+from ._sites import user_location
+from ._tracer import TapeArray, operand, slot_of
+
+__all__ = ["Callback", "SubTape", "gradient_tape", "record_callback", "replayed"]
+
+
+class SubTape:
+    """A callback recorded as a function of its variable and of the values of f's it captured."""
+
+    def __init__(self, tape: Tape, scalar: bool) -> None:
+        self.tape = tape
+        #: the callback received a Python float (SciPy's scalar solvers): it is given one again
+        self.scalar = scalar
+        self.live = tape.live_nodes()
+        self.forward_order = tape.forward_nodes()
+        self.reverse_order = tape.reverse_nodes()
+        #: the enclosing tape's slots this sub-tape reads, in the order of `captures`
+        self.outer = [outer for outer, _ in tape.captures]
+        self.shape = tape.slots[tape.output].shape
+
+    def env(self, y: Any, captured: list) -> list:
+        """The sub-tape's slots with its inputs set: `y` and the captured values (plain or traced)."""
+        tape = self.tape
+        env = list(tape.values)
+        env[tape.x] = y
+        for (_, own), value in zip(tape.captures, captured):
+            env[own] = value
+        return env
+
+    def run(self, env: list) -> Any:
+        """Fill `env` by a forward replay; the callback's value."""
+        replay(self.tape, env, self.live)
+        return env[self.tape.output]
+
+    def evaluate(self, y: Any, captured: list) -> np.ndarray:
+        """The callback's value at plain `y` (guards raise `TapeMismatchError` off its path)."""
+        return np.asarray(self.run(self.env(np.asarray(y, dtype=self.tape.slots[self.tape.x].dtype), captured)))
+
+    def jacobian_y(self, env: list) -> Any:
+        """d value / d y, as a matrix (value size x y size), on the values of a filled `env`."""
+        tape = self.tape
+        x = tape.x
+        n = int(np.prod(tape.slots[x].shape, dtype=np.int64))
+        m = int(np.prod(self.shape, dtype=np.int64))
+        basis = np.eye(n).reshape((n, *tape.slots[x].shape))
+        columns = []
+        for k in range(n):
+            t = jvp_from(tape, env, {x: basis[k]}, self.forward_order)
+            columns.append(np.zeros(m) if t is None else np.reshape(t, (m,)))
+        if not columns:
+            return np.zeros((m, 0))
+        return np.stack(columns, axis=-1)
+
+    def tangent(self, env: list, seeds: dict[int, Any]) -> Any:
+        """The value's tangent for tangents of some captures (own slot -> tangent); None if none."""
+        if not seeds:
+            return None
+        return jvp_from(self.tape, env, seeds, self.forward_order)
+
+    def cotangents(self, env: list, cotangent: Any) -> dict[int, Any]:
+        """The cotangents of y and of the captures (own slot -> cotangent) for the value's cotangent."""
+        return vjp_to(self.tape, env, cotangent, self.reverse_order)
+
+
+def record_callback(outer: Tape, fn: Callable, y: Any, args: tuple, label: str) -> SubTape:
+    """Record `fn(y, *args)` (y plain) on a sub-tape of `outer`, the tape the calling thread records."""
+    scalar = isinstance(y, (float, int)) and not isinstance(y, bool)
+    sub = outer.child()
+    value = np.array(y, dtype=np.result_type(y, np.float64), copy=True)
+    sub.x = sub.add_slot(value, "x", True, True)
+    value.flags.writeable = False
+    yt = TapeArray(sub, sub.x)
+    try:
+        with recording(sub, fn):
+            result = fn(yt, *args)
+        result = operand(result)
+        if isinstance(result, Traced) and result._tape is not sub:  # a value of f's alone
+            sub.output = sub.capture(result._tape, result._read())
+        else:
+            sub.output = slot_of(sub, result)
+    finally:
+        sub.closed = True
+    slot = sub.slots[sub.output]
+    if slot.dtype.kind not in "fc":
+        raise NotSupportedError(
+            f"AutoTape: the function {label} calls (at {user_location()}) returned {slot.dtype} values; "
+            "return floating-point values"
+        )
+    if slot.dtype.kind == "c" or sub.slots[sub.x].dtype.kind == "c":
+        raise NotSupportedError(
+            f"AutoTape differentiates {label} (at {user_location()}) for real functions of real "
+            "variables only; split complex values into real and imaginary parts"
+        )
+    return SubTape(sub, scalar)
+
+
+class Callback:
+    """A callback of f's as SciPy calls it while f is recorded: the first call records it (a
+    `SubTape`), later calls replay that recording, and record again where it took another branch."""
+
+    def __init__(
+        self, outer: Tape, fn: Callable, args: tuple, label: str, errors: list, pick: Callable | None = None
+    ) -> None:
+        self.outer = outer
+        self.fn = fn if pick is None else (lambda y, *a: pick(fn(y, *a)))
+        self.args = args
+        self.label = label
+        #: exceptions raised inside the callback (SciPy's C code may turn them into others)
+        self.errors = errors
+        self.sub: SubTape | None = None
+
+    def __call__(self, y: Any, *_: Any) -> Any:
+        try:
+            return self._call(y)
+        except BaseException as error:
+            self.errors.append(error)
+            raise
+
+    def _call(self, y: Any) -> Any:
+        sub = self.sub
+        if sub is not None:
+            try:
+                return _as_returned(sub, sub.evaluate(y, [self.outer.values[s] for s in sub.outer]))
+            except TapeMismatchError:
+                pass
+        sub = self.sub = record_callback(self.outer, self.fn, y, self.args, self.label)
+        return _as_returned(sub, np.array(sub.tape.values[sub.tape.output]))
+
+    def at(self, y: Any) -> SubTape:
+        """The recording valid at `y` (recorded again there if the last one's guards fail)."""
+        self(y)
+        assert self.sub is not None
+        return self.sub
+
+
+def _as_returned(sub: SubTape, value: np.ndarray) -> Any:
+    return float(value) if sub.scalar and value.ndim == 0 else value
+
+
+def replayed(sub: SubTape, captured: list) -> Callable:
+    """The callback at plain values in a prepared call: a replay of its recording (f is not run)."""
+
+    def call(y: Any, *_: Any) -> Any:
+        return _as_returned(sub, sub.evaluate(y, captured))
+
+    return call
+
+
+def gradient_tape(outer: Tape, objective: SubTape, y: Any) -> SubTape:
+    """The gradient in y of a scalar callback, recorded as a sub-tape of `outer` (the residual of the
+    stationarity condition of an inner minimization)."""
+    sub = outer.child()
+    value = np.array(y, dtype=np.float64, copy=True)
+    sub.x = sub.add_slot(value, "x", True, True)
+    value.flags.writeable = False
+    yt = TapeArray(sub, sub.x)
+    captured = [TapeArray(sub, sub.capture(outer, s)) for s in objective.outer]
+    try:
+        env = objective.env(yt, captured)
+        objective.run(env)
+        g = objective.cotangents(env, np.ones(objective.shape)).get(objective.tape.x)
+        sub.output = slot_of(sub, np.zeros(np.shape(value)) if g is None else g)
+    finally:
+        sub.closed = True
+    return SubTape(sub, objective.scalar)
