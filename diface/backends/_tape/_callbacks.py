@@ -24,7 +24,7 @@ from ._interpret import jvp_from, replay, vjp_to
 from ._sites import user_location
 from ._tracer import TapeArray, operand, slot_of
 
-__all__ = ["Callback", "SubTape", "gradient_tape", "record_callback", "replayed"]
+__all__ = ["Callback", "SubTape", "gradient_tape", "own_slot", "record_callback", "replayed"]
 
 
 class SubTape:
@@ -158,6 +158,11 @@ class Callback:
 
 def _as_returned(sub: SubTape, value: np.ndarray) -> Any:
     return float(value) if sub.scalar and value.ndim == 0 else value
+
+
+def own_slot(tape: Tape, value: Traced) -> int:
+    """The slot of `tape` holding a traced value of it or of an enclosing tape (captured)."""
+    return value._read() if value._tape is tape else tape.capture(value._tape, value._read())
 
 
 def replayed(sub: SubTape, captured: list) -> Callable:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..._errors import ConvergenceError, NotSupportedError
-from ._callbacks import Callback, SubTape, gradient_tape, replayed
+from ._callbacks import Callback, SubTape, gradient_tape, own_slot, replayed
 from ._graph import Tape, Traced, current_tape
 from ._hooks import hook
 from ._implicit import ImplicitRoot, Solve
@@ -134,9 +134,7 @@ ROOT_FINDERS: dict[str, _Spec] = {
 def _plain(value: Any, slots: list[int], tape: Tape) -> Any:
     """`value` with each traced leaf replaced by its value (its slot appended to `slots`)."""
     if isinstance(value, Traced):
-        if value._tape is not tape:
-            return np.array(value._tape.values[value._read()])
-        slots.append(value._read())
+        slots.append(own_slot(tape, value))
         return np.array(tape.values[slots[-1]])
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
         return type(value)(_plain(v, slots, tape) for v in value)
