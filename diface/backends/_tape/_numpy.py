@@ -31,6 +31,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_statistics,
     _np_values,
     _np_vectorize,
+    _odes,
     _quadrature,
     _scipy,
     _scipy_roots,

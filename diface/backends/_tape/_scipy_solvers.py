@@ -29,7 +29,7 @@ _SOLVERS = {
         "least_squares", "leastsq", "curve_fit", "fixed_point", "differential_evolution",
         "basinhopping", "dual_annealing", "shgo", "direct", "newton_krylov", "anderson", "broyden1", "broyden2",
     ),
-    "scipy.integrate": ("dblquad", "tplquad", "nquad", "solve_ivp", "odeint", "solve_bvp"),
+    "scipy.integrate": ("dblquad", "tplquad", "nquad", "odeint", "solve_bvp"),
 }  # fmt: skip
 
 

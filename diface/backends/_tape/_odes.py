@@ -1,0 +1,213 @@
+"""`scipy.integrate.solve_ivp` inside f: the solution of an ODE whose right-hand side and initial state
+are traced, differentiated by forward sensitivities.
+
+The right-hand side fun(t, y, *args) is recorded as a sub-tape (`_callbacks`) of z = (t, y), capturing
+the values c of f's it reads; the solution at the output times enters f's tape as an `OdeSolution` node
+of (c, y0), and a replay solves again on the right-hand side's replay, with the same method and
+tolerances. A tangent (dc, dy0) is carried by the tangent ODE solved beside the state,
+
+    S' = df/dy S + df/dc dc,   S(t0) = dy0,
+
+one augmented system for a batch of tangents, to the solver's tolerance; reverse mode forms the
+sensitivities of the input it is asked about the same way (one tangent per element of that input) and
+contracts them with the cotangent. Without `t_eval`, the output times are those of the recording, and a
+prepared call returns the solution at those times. Events, dense output and second order are refused.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..._errors import ConvergenceError, NotSupportedError
+from ._callbacks import Callback, SubTape, own_slot
+from ._graph import Tape, Traced, current_tape
+from ._hooks import hook
+from ._prim import Prim, into, shape_of
+from ._sites import user_location
+from ._tracer import TapeArray, operand
+
+__all__ = ["OdeSolution"]
+
+#: solve(rhs, y0, tangents) -> the states at the output times, (state size * (1 + tangents), times)
+Integrate = Callable[[Callable, np.ndarray, int], np.ndarray]
+
+
+class OdeSolution(Prim):
+    """Y = solve_ivp's solution at fixed times; differentiable in the right-hand side's captures
+    (inputs 0..k-1) and in y0 (input k, when traced)."""
+
+    dense_pattern = True
+
+    def __init__(self, rhs: SubTape, integrate: Integrate, label: str, where: str, y0: Any) -> None:
+        self.rhs = rhs
+        self.integrate = integrate
+        self.name = label
+        self.where = where
+        self.k = len(rhs.outer)
+        #: y0 when it is fixed (None: it is input k)
+        self.y0 = y0
+
+    def label(self) -> str:
+        return self.name
+
+    def _split(self, ins: tuple) -> tuple[list, Any]:
+        return list(ins[: self.k]), (ins[self.k] if self.y0 is None else None)
+
+    def _start(self, ins: tuple) -> np.ndarray:
+        y0 = self._split(ins)[1]
+        return np.asarray(self.y0 if y0 is None else y0, dtype=np.float64)
+
+    def forward(self, *ins: Any, out: Any = None) -> Any:
+        caps, _ = self._split(ins)
+        rhs = self.rhs
+
+        def fun(t: float, y: np.ndarray) -> np.ndarray:
+            return rhs.evaluate(np.concatenate(([t], y)), caps)
+
+        return into(out, self.integrate(fun, self._start(ins), 0))
+
+    def _refuse_traced(self, values: tuple) -> None:
+        if any(isinstance(v, Traced) for v in values):
+            raise NotSupportedError(
+                f"AutoTape does not take second derivatives through {self.name} (called at {self.where}); "
+                "differentiate once, or write the integrator with NumPy steps (the tape records them)"
+            )
+
+    def _sensitivities(self, ins: tuple, tangents: list[list], start: list) -> np.ndarray:
+        """The solution's tangents for a batch: tangents[j][i] for capture i, start[j] for y0."""
+        caps, _ = self._split(ins)
+        rhs = self.rhs
+        y0 = self._start(ins)
+        n = y0.size
+        count = len(tangents)
+        x = rhs.tape.x
+        own = [s for _, s in rhs.tape.captures]
+
+        def fun(t: float, w: np.ndarray) -> np.ndarray:
+            env = rhs.env(np.concatenate(([t], w[:n])), caps)
+            value = np.asarray(rhs.run(env))
+            parts = [value]
+            for j in range(count):
+                seeds = {own[i]: tc for i, tc in enumerate(tangents[j]) if tc is not None}
+                seeds[x] = np.concatenate(([0.0], w[n * (j + 1) : n * (j + 2)]))
+                r = rhs.tangent(env, seeds)
+                parts.append(np.zeros(n) if r is None else np.reshape(r, (n,)))
+            return np.concatenate(parts)
+
+        w0 = np.concatenate([y0, *(np.zeros(n) if s is None else np.reshape(s, (n,)) for s in start)])
+        w = self.integrate(fun, w0, count)
+        return np.stack([w[n * (j + 1) : n * (j + 2)] for j in range(count)])
+
+    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None) -> Any:
+        self._refuse_traced((*ins, *ts))
+        tc, ty0 = self._split(ts)
+        if b == 0:
+            r = self._sensitivities(ins, [tc], [ty0])[0]
+        else:
+            count = next(shape_of(t)[0] for t in ts if t is not None)
+            pick = lambda t, j: None if t is None else t[j]
+            r = self._sensitivities(
+                ins, [[pick(t, j) for t in tc] for j in range(count)], [pick(ty0, j) for j in range(count)]
+            )
+        return into(out, r)
+
+    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:
+        self._refuse_traced((*ins, g))
+        target = shape_of(ins[i])
+        m = int(np.prod(target, dtype=np.int64))
+        basis = np.eye(m).reshape((m, *target))
+        if i < self.k:
+            tangents = [[basis[e] if c == i else None for c in range(self.k)] for e in range(m)]
+            start: list = [None] * m
+        else:
+            tangents, start = [[None] * self.k for _ in range(m)], list(basis)
+        jac = self._sensitivities(ins, tangents, start)  # (m, n, times)
+        axes = tuple(range(b, b + len(shape_of(y))))
+        flat = np.tensordot(g, jac, axes=(axes, tuple(range(1, 1 + len(axes)))))
+        return into(out, np.reshape(flat, shape_of(g)[:b] + target))
+
+
+def _rule(original: Callable, *args: Any, **kwargs: Any) -> Any:
+    tape = current_tape()
+    if tape is None:
+        return original(*args, **kwargs)
+    return _solve_inside_f(original, tape, args, kwargs)
+
+
+def _refuse(where: str, what: str) -> NotSupportedError:
+    return NotSupportedError(
+        f"AutoTape does not differentiate scipy.integrate.solve_ivp with {what} (called at {where}); pass "
+        "t_eval for the times you need, or write the integrator with NumPy steps (the tape records them)"
+    )
+
+
+def _solve_inside_f(original: Callable, tape: Tape, args: tuple, kwargs: dict) -> Any:
+    label = "scipy.integrate.solve_ivp"
+    where = user_location()
+    user = dict(inspect.signature(original).bind(*args, **kwargs).arguments)
+    options = dict(user.pop("options", {}))
+    fun, t_span, y0 = user["fun"], user["t_span"], user["y0"]
+    extra = user.get("args") or ()
+    extra = extra if isinstance(extra, tuple) else (extra,)
+    for p, what in (("events", "events"), ("dense_output", "dense_output=True"), ("vectorized", "vectorized=True")):
+        if user.get(p):
+            raise _refuse(where, what)
+    if _holds_traced(t_span) or _holds_traced(user.get("t_eval")) or any(_holds_traced(v) for v in options.values()):
+        raise _refuse(where, "traced times or options")
+    y0 = operand(y0) if _holds_traced(y0) else np.asarray(y0)
+    y0_plain = np.asarray(y0._tape.values[y0._read()] if isinstance(y0, Traced) else y0, dtype=np.float64)
+    if y0_plain.ndim != 1 or y0_plain.dtype.kind == "c":
+        raise _refuse(where, "a complex or non-vector y0")
+    n = y0_plain.size
+    errors: list[BaseException] = []
+    cb = Callback(tape, lambda z, *a: fun(z[0], z[1:], *a), extra, label, errors)
+
+    def rhs(t: float, y: np.ndarray) -> Any:
+        return cb(np.concatenate(([t], y)))
+
+    method, t_eval = user.get("method", "RK45"), user.get("t_eval")
+    try:
+        result = original(rhs, t_span, y0_plain, method=method, t_eval=t_eval, **options)
+    except BaseException as error:
+        if errors:
+            raise errors[0] from error
+        raise
+    if errors:
+        raise errors[0]
+    if result.status != 0:
+        raise ConvergenceError(f"{label} failed (called at {where}): {result.message}")
+    times = np.array(result.t)
+    sub = cb.at(np.concatenate(([times[-1] if times.size else t_span[0]], result.y[:, -1] if times.size else y0_plain)))
+    moving = isinstance(y0, Traced) and y0._tape.slots[y0._read()].variable
+    if not sub.outer and not moving:
+        return result
+    rtol, atol = options.get("rtol", 1e-3), options.get("atol", 1e-6)
+    rest = {p: v for p, v in options.items() if p not in ("rtol", "atol")}
+
+    def integrate(f: Callable, w0: np.ndarray, count: int) -> np.ndarray:
+        tol = np.tile(atol, 1 + count) if np.ndim(atol) else atol
+        r = original(f, t_span, w0, method=method, t_eval=times, rtol=rtol, atol=tol, **rest)
+        if r.status != 0 or r.y.shape[1] != times.size:
+            raise ConvergenceError(f"{label} failed (called at {where}): {r.message}")
+        return np.asarray(r.y)
+
+    node = OdeSolution(sub, integrate, label, where, None if moving else y0_plain)
+    inputs = [*sub.outer, *([own_slot(tape, y0)] if isinstance(y0, Traced) and moving else [])]
+    slot = tape.add_node(node, tuple(inputs), {}, np.array(result.y, dtype=np.float64).reshape(n, times.size))
+    result.y = TapeArray(tape, slot)
+    return result
+
+
+def _holds_traced(v: Any) -> bool:
+    if isinstance(v, Traced):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_holds_traced(e) for e in v)
+    return False
+
+
+hook("scipy.integrate", "solve_ivp", always=True)(lambda: _rule)
