@@ -152,7 +152,7 @@ def _solve_inside_f(original: Callable, tape: Tape, args: tuple, kwargs: dict) -
     options = dict(user.pop("options", {}))
     fun, t_span, y0 = user["fun"], user["t_span"], user["y0"]
     extra = user.get("args") or ()
-    extra = extra if isinstance(extra, tuple) else (extra,)
+    extra = tuple(extra) if isinstance(extra, (tuple, list)) else (extra,)
     for p, what in (("events", "events"), ("dense_output", "dense_output=True"), ("vectorized", "vectorized=True")):
         if user.get(p):
             raise _refuse(where, what)

@@ -218,7 +218,7 @@ def _integrate_inside_f(original: Callable, name: str, label: str, tape: Tape, a
     user = dict(inspect.signature(original).bind(*args, **kwargs).arguments)
     fn = user["func" if name == "quad" else "f"]
     extra = user.get("args", ())
-    extra = extra if isinstance(extra, tuple) else (extra,)
+    extra = tuple(extra) if isinstance(extra, (tuple, list)) else (extra,)
     for p in ("weight", "wvar", "wopts", "complex_func", "full_output"):
         if user.get(p):
             raise NotSupportedError(

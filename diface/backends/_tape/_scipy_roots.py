@@ -208,7 +208,7 @@ def _solve_inside_f(original: Callable, spec: _Spec, label: str, tape: Tape, arg
     except TypeError:
         return original(*args, **kwargs)  # SciPy's own message for a wrong call
     extra = user.get("args", ())
-    extra = extra if isinstance(extra, tuple) else (extra,)
+    extra = tuple(extra) if isinstance(extra, (tuple, list)) else (extra,)
     fun = user.get(spec.fun)
     if not callable(fun):
         return original(*args, **kwargs)
