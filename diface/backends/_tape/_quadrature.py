@@ -134,6 +134,12 @@ class Quadrature(Prim):
                     caps, a, b, [cot], lambda env, extra: integrand.cotangents(env, extra[0]).get(own), target
                 )
 
+            if integrand.shape == () and int(np.prod(target, dtype=np.int64)) == 1 and b_ == 0:
+                # a scalar integral in a scalar: g times the tangent integral (SciPy's scalar routine)
+                unit = np.ones(target)
+                tangents = [unit if c == i else None for c in range(self.k)]
+                return np.multiply(cot, self._tangent_integral(caps, a, b, tangents, {own: unit}))
+
             def cotangent_at(t: float) -> Any:
                 env = integrand.env(np.asarray(t), caps)
                 integrand.run(env)
