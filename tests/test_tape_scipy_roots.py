@@ -334,3 +334,17 @@ def test_a_preparation_shared_by_eight_threads() -> None:
             parallel = list(pool.map(prep.gradient, points))
         for a, b in zip(serial, parallel):
             np.testing.assert_array_equal(a, b)
+
+
+def test_a_least_squares_fit_is_refused_and_a_solve_of_constants_is_scipys_own() -> None:
+    fit = lambda p: so.root(lambda y: np.stack([y[0] - p[0], y[0] - p[1]]), np.array([0.5]), method="lm").x[0]
+    with pytest.raises(di.NotSupportedError, match=rf"2 equations in 1 unknowns.*{HERE}|{HERE}.*2 equations"):
+        di.gradient(fit, REVERSE, P0)
+    # nothing of f's read: SciPy's call as the user wrote it (its error for a failed convergence, and an
+    # optimum on a bound is fine: it is a constant)
+    on_bound = lambda p: (
+        p[0] * so.minimize(lambda y: np.sum((y - 3) ** 2), [0.5], method="L-BFGS-B", bounds=[(0, 1)]).x[0]
+    )
+    close(di.gradient(on_bound, REVERSE, P0), [1.0, 0.0])
+    with pytest.raises(RuntimeError, match="Failed to converge"):
+        di.gradient(lambda p: p[0] * so.brentq(lambda y: (y - 2.0) ** 3, 0.0, 3.0), REVERSE, P0)

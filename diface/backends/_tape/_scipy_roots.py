@@ -260,23 +260,32 @@ def _solve_inside_f(original: Callable, spec: _Spec, label: str, tape: Tape, arg
     if errors:
         raise errors[0]
     root, converged, why = spec.read(result)
+    objective = residual.at(root)
+    paths = {spec.fun: residual.others(objective)}
+    paths.update((p, cb.others(cb.at(root))) for p, cb in derivatives.items())
+    inputs = list(objective.outer)
+    for sub in (s for recorded in paths.values() for s in recorded):
+        inputs.extend(s for s in sub.outer if s not in inputs)
+    first_template = len(inputs)
+    inputs.extend(traced_slots)
+    if not any(tape.slots[s].variable for s in inputs):  # nothing variable of f's is read (an array f
+        # made of constants may be traced): SciPy's own call on plain values, its own result and errors
+        with _solving(True):
+            return original(**{p: _plain(v, [], tape) if p in templates else v for p, v in user.items()})
     if spec.kind == "root":
         _check_converged(converged, label, where, why)
-    objective = residual.at(root)
     equation = gradient_tape(tape, objective, root) if spec.kind == "min" else objective
     if spec.kind == "min":
         captured = [tape.values[s] for s in objective.outer]
         _check_stationary(converged, equation, objective, root, captured, label, where, why)
         _check_bounds(call.get("bounds"), root, equation, captured, label, where)
-    paths = {spec.fun: residual.others(objective)}
-    paths.update((p, cb.others(cb.at(root))) for p, cb in derivatives.items())
-    inputs = list(equation.outer)
-    for sub in (s for recorded in paths.values() for s in recorded):
-        inputs.extend(s for s in sub.outer if s not in inputs)
-    first_template = len(inputs)
-    inputs.extend(traced_slots)
-    if len(inputs) == 0:
-        return spec.give(result, root, user, value)
+    equations, unknowns = int(np.prod(equation.shape)), int(np.size(root))
+    if equations != unknowns:  # root(method="lm") with more equations: a least-squares fit, not a root
+        raise NotSupportedError(
+            f"AutoTape differentiates {label} (called at {where}) for as many equations as unknowns; this "
+            f"residual has {equations} equations in {unknowns} unknowns, and its least-squares solution is "
+            "not a root of it; differentiate f with di.AutoFiniteDiff()"
+        )
     solve = _resolver(original, spec, label, where, call, templates, objective, equation, paths, inputs, first_template)
     prim = ImplicitRoot(Solve(label, where, equation, solve))
     slot = tape.add_node(prim, tuple(inputs), {}, np.array(root, dtype=np.float64))
