@@ -196,7 +196,7 @@ def test_scipys_c_solvers_and_pandas_raise_a_clear_error():
     cases = {
         "optimize.least_squares": lambda p: optimize.least_squares(lambda y: y**3 + p[0] * y - 1.0, [0.5]).x[0],
         "integrate.dblquad": lambda p: integrate.dblquad(lambda u, t: np.exp(-p[0] * t * u), 0.0, 1.0, 0.0, 1.0)[0],
-        "integrate.solve_ivp": lambda p: integrate.solve_ivp(lambda t, y: -p[0] * y, (0, 1), [1.0]).y[0, -1],
+        "integrate.odeint": lambda p: integrate.odeint(lambda y, t: -p[0] * y, [1.0], [0.0, 1.0])[-1, 0],
     }
     for name, f in cases.items():
         with pytest.raises(di.NotSupportedError, match=rf"scipy\.{name}.*test_tape_real_code\.py:\d+"):

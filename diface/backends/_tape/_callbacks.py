@@ -131,6 +131,9 @@ class Callback:
         #: exceptions raised inside the callback (SciPy's C code may turn them into others)
         self.errors = errors
         self.sub: SubTape | None = None
+        #: every recording made, one per path the callback took (a branch on its argument): a prepared
+        #: call replays whichever holds at each point the solver visits
+        self.paths: list[SubTape] = []
 
     def __call__(self, y: Any, *_: Any) -> Any:
         try:
@@ -140,14 +143,26 @@ class Callback:
             raise
 
     def _call(self, y: Any) -> Any:
-        sub = self.sub
-        if sub is not None:
+        if np.iscomplexobj(y):  # a replay would drop the imaginary part: a silently wrong value
+            raise NotSupportedError(
+                f"AutoTape: {self.label} (called at {user_location()}) calls f's function with complex "
+                "values (a complex-step derivative: jac='cs'?); AutoTape records it for real values only: "
+                "pass jac='2-point', a derivative function, or jac=True"
+            )
+        for sub in sorted(self.paths, key=lambda s: s is not self.sub):  # the last one used first
             try:
-                return _as_returned(sub, sub.evaluate(y, [self.outer.values[s] for s in sub.outer]))
+                value = sub.evaluate(y, [self.outer.values[s] for s in sub.outer])
             except TapeMismatchError:
-                pass
+                continue
+            self.sub = sub
+            return _as_returned(sub, value)
         sub = self.sub = record_callback(self.outer, self.fn, y, self.args, self.label)
+        self.paths.append(sub)
         return _as_returned(sub, np.array(sub.tape.values[sub.tape.output]))
+
+    def others(self, sub: SubTape) -> list[SubTape]:
+        """`sub` and the recordings of the other paths after it."""
+        return [sub, *(s for s in self.paths if s is not sub)]
 
     def at(self, y: Any) -> SubTape:
         """The recording valid at `y` (recorded again there if the last one's guards fail)."""
@@ -165,10 +180,17 @@ def own_slot(tape: Tape, value: Traced) -> int:
     return value._read() if value._tape is tape else tape.capture(value._tape, value._read())
 
 
-def replayed(sub: SubTape, captured: list) -> Callable:
-    """The callback at plain values in a prepared call: a replay of its recording (f is not run)."""
+def replayed(paths: list[tuple[SubTape, list]]) -> Callable:
+    """The callback at plain values in a prepared call (f is not run): a replay of the first of its
+    recordings (with their captured values) whose path holds at the point; none: `TapeMismatchError`."""
 
     def call(y: Any, *_: Any) -> Any:
+        for sub, captured in paths[:-1]:
+            try:
+                return _as_returned(sub, sub.evaluate(y, captured))
+            except TapeMismatchError:
+                continue
+        sub, captured = paths[-1]
         return _as_returned(sub, sub.evaluate(y, captured))
 
     return call

@@ -63,7 +63,7 @@ class Quadrature(Prim):
     def forward(self, *ins: Any, out: Any = None) -> Any:
         caps, a, b = self._split(ins)
         vector = self.integrand.shape != ()
-        return into(out, np.asarray(self.integrate(replayed(self.integrand, caps), float(a), float(b), vector)))
+        return into(out, np.asarray(self.integrate(replayed([(self.integrand, caps)]), float(a), float(b), vector)))
 
     def _at(self, t: Any, caps: list) -> Any:
         """The integrand at t (plain or traced)."""

@@ -228,15 +228,15 @@ def _solve_inside_f(original: Callable, spec: _Spec, label: str, tape: Tape, arg
             "SciPy approximate it"
         )
     errors: list[BaseException] = []
-    jac_name = "fprime" if "fprime" in spec.derivatives else "jac" if "jac" in spec.derivatives else ""
-    paired = jac_name and user.get(jac_name) is True  # fun returns (value, derivative)
-    residual = Callback(tape, fun, extra, label, errors, operator.itemgetter(0) if paired else None)
+    picks = _returned_with_value(spec, user)
+    residual = Callback(tape, fun, extra, label, errors, operator.itemgetter(0) if picks else None)
     derivatives = {
-        p: Callback(tape, fun if paired and p == jac_name else user[p], extra, label, errors,
-                    operator.itemgetter(1) if paired and p == jac_name else None)
+        p: Callback(tape, fun if p in picks else user[p], extra, label, errors,
+                    operator.itemgetter(picks[p]) if p in picks else None)
         for p in spec.derivatives
-        if callable(user.get(p)) or (paired and p == jac_name)
+        if callable(user.get(p)) or p in picks
     }  # fmt: skip
+    value = (lambda y: fun(y, *extra)[0]) if picks else (lambda y: fun(y, *extra))
     traced_slots: list[int] = []
     templates = {p: v for p, v in user.items() if p not in (spec.fun, "args", *derivatives) and _holds_traced(v)}
     call = {p: v for p, v in user.items() if p not in ("args", "callback")}
@@ -257,27 +257,46 @@ def _solve_inside_f(original: Callable, spec: _Spec, label: str, tape: Tape, arg
     if errors:
         raise errors[0]
     root, converged, why = spec.read(result)
+    objective = residual.at(root)
+    paths = {spec.fun: residual.others(objective)}
+    paths.update((p, cb.others(cb.at(root))) for p, cb in derivatives.items())
+    inputs = list(objective.outer)
+    for sub in (s for recorded in paths.values() for s in recorded):
+        inputs.extend(s for s in sub.outer if s not in inputs)
+    first_template = len(inputs)
+    inputs.extend(traced_slots)
+    if not any(tape.slots[s].variable for s in inputs):  # nothing variable of f's is read (an array f
+        # made of constants may be traced): SciPy's own call on plain values, its own result and errors
+        with _solving(True):
+            return original(**{p: _plain(v, [], tape) if p in templates else v for p, v in user.items()})
     if spec.kind == "root":
         _check_converged(converged, label, where, why)
-    objective = residual.at(root)
     equation = gradient_tape(tape, objective, root) if spec.kind == "min" else objective
     if spec.kind == "min":
         captured = [tape.values[s] for s in objective.outer]
         _check_stationary(converged, equation, objective, root, captured, label, where, why)
-        _check_bounds(user.get("bounds"), root, label, where)
-    subs = {p: cb.at(root) for p, cb in derivatives.items()}
-    inputs = list(equation.outer)
-    for sub in (objective, *subs.values()):
-        inputs.extend(s for s in sub.outer if s not in inputs)
-    first_template = len(inputs)
-    inputs.extend(traced_slots)
-    if len(inputs) == 0:
-        return spec.give(result, root, user, lambda y: fun(y, *extra))
-    solve = _resolver(original, spec, label, where, call, templates, objective, equation, subs, inputs, first_template)
+        _check_bounds(call.get("bounds"), root, equation, captured, label, where)
+    equations, unknowns = int(np.prod(equation.shape)), int(np.size(root))
+    if equations != unknowns:  # root(method="lm") with more equations: a least-squares fit, not a root
+        raise NotSupportedError(
+            f"AutoTape differentiates {label} (called at {where}) for as many equations as unknowns; this "
+            f"residual has {equations} equations in {unknowns} unknowns, and its least-squares solution is "
+            "not a root of it; differentiate f with di.AutoFiniteDiff()"
+        )
+    solve = _resolver(original, spec, label, where, call, templates, objective, equation, paths, inputs, first_template)
     prim = ImplicitRoot(Solve(label, where, equation, solve))
     slot = tape.add_node(prim, tuple(inputs), {}, np.array(root, dtype=np.float64))
     traced = TapeArray(tape, slot)
-    return spec.give(result, traced, user, lambda y: fun(y, *extra))
+    return spec.give(result, traced, user, value)
+
+
+def _returned_with_value(spec: _Spec, user: dict) -> dict[str, int]:
+    """The derivatives the user's function returns with its value (`jac=True`, `fprime=True`; with
+    root_scalar's `fprime2=True` it returns value, first and second derivative), by their position."""
+    if "fprime2" in spec.derivatives and user.get("fprime2") is True:
+        return {"fprime": 1, "fprime2": 2}
+    first = next((p for p in ("fprime", "jac") if p in spec.derivatives), None)
+    return {first: 1} if first is not None and user.get(first) is True else {}
 
 
 def _resolver(
@@ -289,7 +308,7 @@ def _resolver(
     templates: dict,
     objective: SubTape,
     equation: SubTape,
-    subs: dict[str, SubTape],
+    paths: dict[str, list[SubTape]],
     inputs: list[int],
     first_template: int,
 ) -> Callable[[tuple], np.ndarray]:
@@ -304,10 +323,9 @@ def _resolver(
         rest = list(values[first_template:])
         for p, template in templates.items():
             arguments[p] = _rebuild(template, rest)
+        for p, recorded in paths.items():
+            arguments[p] = replayed([(sub, [by_slot[s] for s in sub.outer]) for sub in recorded])
         captured = [by_slot[s] for s in objective.outer]
-        arguments[spec.fun] = replayed(objective, captured)
-        for p, sub in subs.items():
-            arguments[p] = replayed(sub, [by_slot[s] for s in sub.outer])
         with _solving(True):
             result = original(**arguments)
         root, converged, why = spec.read(result)
@@ -315,6 +333,7 @@ def _resolver(
             _check_converged(converged, label, where, why)
         else:
             _check_stationary(converged, equation, objective, root, captured, label, where, why)
+            _check_bounds(arguments.get("bounds"), root, equation, captured, label, where)
         return np.asarray(root, dtype=np.float64)
 
     return solve
@@ -323,7 +342,7 @@ def _resolver(
 def _check_converged(converged: bool, label: str, where: str, why: str) -> None:
     if not converged:
         raise ConvergenceError(
-            f"{label} did not converge (called at {where}): {why}. AutoTape differentiates the root a "
+            f"{label} did not converge (called at {where}): {why.rstrip('.')}. AutoTape differentiates the root a "
             "solver found, not an unconverged iterate; give a better starting point or bracket, more "
             "iterations or a looser tolerance"
         )
@@ -342,19 +361,33 @@ def _check_stationary(
         _check_converged(False, label, where, f"{why} (the gradient there is {gradient:.1e})")
 
 
-def _check_bounds(bounds: Any, root: Any, label: str, where: str) -> None:
-    """An optimum on an active bound is not a stationary point: refused."""
+def _check_bounds(bounds: Any, root: Any, equation: SubTape, captured: list, label: str, where: str) -> None:
+    """An optimum on an active bound is not a stationary point: refused. So is one a bounded method
+    stopped short of a bound it approached (`fminbound` comes within its tolerance of it): the stationary
+    point one Newton step on the gradient predicts lies beyond the bound. `bounds`: SciPy's plain values."""
     if bounds is None:
         return
     y = np.ravel(np.asarray(root, dtype=np.float64))
     if hasattr(bounds, "lb"):  # scipy.optimize.Bounds
-        lo, hi = np.broadcast_to(bounds.lb, y.shape), np.broadcast_to(bounds.ub, y.shape)
+        lo = np.broadcast_to(np.asarray(bounds.lb, dtype=np.float64), y.shape)
+        hi = np.broadcast_to(np.asarray(bounds.ub, dtype=np.float64), y.shape)
     else:
         pairs = [bounds] if np.ndim(bounds) == 1 and len(bounds) == 2 and y.size == 1 else list(bounds)
         lo = np.array([-np.inf if p[0] is None else float(p[0]) for p in pairs])
         hi = np.array([np.inf if p[1] is None else float(p[1]) for p in pairs])
     span = np.where(np.isfinite(hi - lo), hi - lo, 1.0 + np.abs(y))
     near = (np.abs(y - lo) <= 1e-6 * span) | (np.abs(hi - y) <= 1e-6 * span)
+    if not np.any(near) and np.any(np.isfinite(lo) | np.isfinite(hi)):
+        x = equation.tape.slots[equation.tape.x]
+        env = equation.env(np.reshape(y, x.shape).astype(x.dtype), captured)
+        gradient = np.ravel(np.asarray(equation.run(env), dtype=np.float64))
+        hessian = np.asarray(equation.jacobian_y(env), dtype=np.float64)
+        with np.errstate(all="ignore"):
+            try:
+                predicted = y - np.linalg.solve(hessian, gradient)
+            except np.linalg.LinAlgError:  # singular: the derivative raises SingularError
+                predicted = y
+        near = (predicted < lo) | (predicted > hi)
     if np.any(near):
         raise NotSupportedError(
             f"AutoTape does not differentiate {label} at an optimum on a bound (called at {where}): the "
