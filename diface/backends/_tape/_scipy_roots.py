@@ -7,8 +7,10 @@ is the stationarity condition grad_y g(y, c) = 0 (unconstrained, or with bounds 
 active at the optimum). The residual (and any derivative callback the user passes: `fprime`, `jac`,
 `hess`, ...) is recorded as a sub-tape (`_callbacks`), so its partial derivatives are exact; the
 solver's iterations are never differentiated. A prepared call runs the same SciPy call again at the
-new values, on replays of those recordings. A root the solver reports as not converged raises
-`ConvergenceError`; the derivative needs dg/dy invertible at the root (else `SingularError`).
+new values, on replays of those recordings (of each path a callback took while recorded). A root the
+solver reports as not converged raises `ConvergenceError`; the derivative needs dg/dy invertible at
+the root (else `SingularError`) and as many equations as unknowns. A call that reads nothing variable
+of f's is SciPy's own, on plain values.
 
 What the solver returns keeps its form: a float (a 0-d traced array), an array, `RootResults` or an
 `OptimizeResult` whose `x` (or `root`) is traced, and whose `fun` (minimizers) is the objective at the
