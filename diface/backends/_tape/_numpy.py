@@ -32,6 +32,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_values,
     _np_vectorize,
     _scipy,
+    _scipy_linalg,
     _scipy_solvers,
     _scipy_stats,
 )
