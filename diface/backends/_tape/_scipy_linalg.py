@@ -79,8 +79,9 @@ def _square(a: Any, name: str) -> Any:
 
 
 class _Scipy(_Part):
-    """A primitive of scipy.linalg computing SciPy's value (a `_Part`: the sparsity detector takes each
-    output matrix as depending on all of its input matrix)."""
+    """A primitive of scipy.linalg computing SciPy's value. A `_Part` so that the sparsity detector takes
+    each output matrix as depending on all of its input matrices (its `forward` takes the primitive's
+    own inputs and parameters: the engine calls it as forward(*inputs, out=..., **params))."""
 
     def __init__(self, name: str) -> None:
         super().__init__(0, name)
@@ -112,7 +113,7 @@ class _MatrixFunction(_Scipy):
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return (0,), False
 
-    def forward(self, a: Any, out: Any = None, rule: bool = False) -> Any:
+    def forward(self, a: Any, out: Any = None, rule: bool = False) -> Any:  # type: ignore[override]
         with warnings.catch_warnings():
             if rule:
                 warnings.simplefilter("ignore")
@@ -468,7 +469,9 @@ class _SolveTriangular(_Scipy):
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return (0,), True
 
-    def forward(self, a: Any, c: Any, out: Any = None, trans: int = 0, lower: bool = False, unit: bool = False) -> Any:
+    def forward(  # type: ignore[override]
+        self, a: Any, c: Any, out: Any = None, trans: int = 0, lower: bool = False, unit: bool = False
+    ) -> Any:
         x = _scipy("solve_triangular")(a, c, trans=trans, lower=lower, unit_diagonal=unit, check_finite=False)
         return into(out, x)
 
@@ -559,7 +562,7 @@ class _LuFactor(_Scipy):
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return (), True
 
-    def forward(self, a: Any, out: Any = None) -> Any:
+    def forward(self, a: Any, out: Any = None) -> Any:  # type: ignore[override]
         lu, piv = _scipy("lu_factor")(a, check_finite=False)
         return into(out, np.concatenate([lu, np.expand_dims(piv, -2).astype(lu.dtype)], axis=-2))
 
