@@ -111,34 +111,38 @@ class _Part(Prim):
 # -- eigh ----------------------------------------------------------------------------------------------------
 class _Eigh(_Part):
     """`upper`: LAPACK reads the upper triangle (UPLO="U"), so the values are NumPy's to the last bit.
-    Real symmetric or complex Hermitian input (the rules conjugate where the values are complex)."""
+    Real symmetric or complex Hermitian input (the rules conjugate where the values are complex).
+    `family`: the two parts (values, vectors) the rules compute with: the same decomposition, so a
+    subclass computing it another way (SciPy's eigh) keeps its own eigenvectors' signs."""
 
     what = "eigh"
     complex = OWN
+    family: tuple = ()
 
     def decompose(self, a: Any, upper: bool = False) -> tuple:
         return tuple(np.linalg.eigh(a, UPLO="U" if upper else "L"))
 
-    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, upper: bool = False) -> Any:
+    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, **params: Any) -> Any:
         a = ins[0]
-        w, v = EIGH[0](a, upper=upper), EIGH[1](a, upper=upper)
+        w, v = self.family[0](a, **params), self.family[1](a, **params)
         m = np.matmul(np.matmul(_h(v), _herm(ts[0])), v)
         if self.part == 0:
             d = _diag(m)
             return into(out, np.real(d) if dtype_of(d).kind == "c" else d)
         return into(out, np.matmul(v, np.multiply(_gaps(w, False), m)))
 
-    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, upper: bool = False) -> Any:
+    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, **params: Any) -> Any:
         a = ins[0]
-        v = EIGH[1](a, upper=upper)
+        v = self.family[1](a, **params)
         if self.part == 0:
             inner = _as_diag(g, shape_of(a)[-1])
         else:
-            inner = np.multiply(_gaps(EIGH[0](a, upper=upper), False), np.matmul(_h(v), g))
+            inner = np.multiply(_gaps(self.family[0](a, **params), False), np.matmul(_h(v), g))
         return into(out, _herm(np.matmul(np.matmul(v, inner), _h(v))))
 
 
 EIGH = (_Eigh(0, "eigh values"), _Eigh(1, "eigh vectors"))
+_Eigh.family = EIGH
 
 
 # -- eig (real eigenvalues) ----------------------------------------------------------------------------------
@@ -184,17 +188,18 @@ EIG = (_Eig(0, "eig values"), _Eig(1, "eig vectors"))
 
 # -- svd -----------------------------------------------------------------------------------------------------
 class _Svd(_Part):
-    """Thin SVD parts (u, s, vh); `full` (full_matrices=True) only for square matrices."""
+    """Thin SVD parts (u, s, vh); `family`: the three parts the rules compute with (see `_Eigh`)."""
 
     what = "svd"
+    family: tuple = ()
 
     def decompose(self, a: Any) -> tuple:
         return tuple(np.linalg.svd(a, full_matrices=False))
 
-    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None) -> Any:
+    def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None, **params: Any) -> Any:
         a = ins[0]
         da = ts[0]
-        u, s, vh = SVD[0](a), SVD[1](a), SVD[2](a)
+        u, s, vh = (part(a, **params) for part in self.family)
         v = _t(vh)
         j = np.matmul(np.matmul(_t(u), da), v)
         if self.part == 1:
@@ -216,9 +221,9 @@ class _Svd(_Part):
             dv = np.add(dv, np.divide(rest, col))
         return into(out, _t(dv))
 
-    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:
+    def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None, **params: Any) -> Any:
         a = ins[0]
-        u, s, vh = SVD[0](a), SVD[1](a), SVD[2](a)
+        u, s, vh = (part(a, **params) for part in self.family)
         m, n = shape_of(a)[-2:]
         k = min(m, n)
         if self.part == 1:
@@ -245,6 +250,7 @@ class _Svd(_Part):
 
 
 SVD = (_Svd(0, "svd u"), _Svd(1, "svd s"), _Svd(2, "svd vh"))
+_Svd.family = SVD
 
 
 # -- qr ------------------------------------------------------------------------------------------------------

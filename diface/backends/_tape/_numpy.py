@@ -34,6 +34,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _odes,
     _quadrature,
     _scipy,
+    _scipy_linalg,
     _scipy_roots,
     _scipy_solvers,
     _scipy_stats,
