@@ -18,7 +18,8 @@ imports another inside a function), checked by tests/test_tape_layers.py.
    (polynomials, numpy.polynomial), `_np_vectorize`, `_np_cumulative`, `_np_statistics` (nan- reductions,
    order statistics, cov), `_np_linalg_extra` (lstsq, matrix_power, ...), `_np_assorted`), `_numpy`;
    `_hooks`: SciPy's (and a few of NumPy's) Python-level functions made to dispatch to the tape, with
-   their rules in `_scipy`, `_scipy_stats`, `_np_arrange`, `_np_poly` and `_np_vectorize` (and
+   their rules in `_scipy`, `_scipy_stats`, `_scipy_linalg` (scipy.linalg, with its primitives),
+   `_np_arrange`, `_np_poly` and `_np_vectorize` (and
    `_scipy_solvers`: SciPy's solvers and integrators, whose callbacks may not compute with traced
    values); `_intercept`: NumPy's conversions and creation functions and the `math` module while f is
    recorded (conversions of traced values stay traced, arrays f creates are buffers it may write traced
