@@ -9,10 +9,8 @@ scipy.special ufuncs, so its derivatives with respect to x, loc, scale and the s
 recorded as usual. Outside the support the values are SciPy's (-inf for logpdf, 0 for pdf) with
 derivative 0; where SciPy returns NaN (a scale <= 0, a shape parameter <= 0) so does the rule.
 
-The quantile functions are SciPy's own, computed on plain values (`_Quantile`, a primitive), with the
-derivatives of the implicit relation cdf(ppf(q; θ); θ) = q: d ppf/dq = 1/pdf and d ppf/dθ = -(∂cdf/∂θ)
-/ pdf at the quantile, written with the law's own pdf and cdf partials on the (traced, for second
-order) quantile, so that every order is exact.
+The quantile functions are SciPy's own, computed on plain values, with the derivatives of the implicit
+relation cdf(ppf(q; θ); θ) = q (see `_stats_laws.quantile`).
 """
 
 from __future__ import annotations
@@ -25,13 +23,12 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError
-from ._elementwise import Ufunc
 from ._graph import Traced
 from ._hooks import hook
 from ._np_common import ndim_of
-from ._prim import into, shape_of
+from ._prim import shape_of
 from ._sites import user_location
-from ._stats_laws import CONTINUOUS, Continuous
+from ._stats_laws import CONTINUOUS, quantile
 from ._tracer import operand
 
 __all__: list[str] = []
@@ -77,14 +74,9 @@ def _nan_where_invalid(r: Any, shapes: list, scale: Any) -> Any:
     """r, NaN where SciPy's argument check fails: a scale <= 0 or a shape parameter <= 0 (every family
     here requires positive shapes). Recorded (a prepared call checks again) where one of them is traced."""
     checked = [scale, *shapes]
-    if not any(isinstance(v, Traced) for v in checked):
-        bad = np.zeros((), dtype=bool)
-        for v in checked:
-            bad = np.logical_or(bad, np.logical_not(np.greater(v, 0.0)))
-        return np.where(bad, np.nan, r) if np.any(bad) else r
-    bad = None
+    bad: Any = None
     for v in checked:
-        if isinstance(v, (int, float)) and v > 0:
+        if not isinstance(v, Traced) and np.all(np.greater(v, 0.0)):
             continue
         b = np.logical_not(np.greater(v, 0.0))
         bad = b if bad is None else np.logical_or(bad, b)
@@ -98,7 +90,7 @@ def continuous(method: str) -> Callable:
             raise _unknown(dist, method)
         x, shapes, loc, scale = _arguments(dist, law.nshapes, x, args, kwds, False)
         if method in ("ppf", "isf"):
-            z = _quantile(dist, kept, method, law)(x, *shapes)
+            z = quantile(law, method)(x, *shapes)
             return _nan_where_invalid(np.add(np.multiply(z, scale), loc), shapes, scale)
         z = np.divide(np.subtract(x, loc), scale)
         if method in ("pdf", "logpdf"):
@@ -109,64 +101,6 @@ def continuous(method: str) -> Callable:
         return _nan_where_invalid(r, shapes, scale)
 
     return rule
-
-
-# -- quantile functions ----------------------------------------------------------------------------------
-class _Quantile(Ufunc):
-    """The standardized ppf (or isf) of a family, `q, *shapes -> z`: the value SciPy's own, on plain
-    values; the partial derivatives from the implicit relation cdf(z; θ) = q (sf(z; θ) = q for isf),
-    written with the law's logpdf and cdf partials on the saved (traced, for second order) z:
-    dz/dq = ±1/pdf(z), dz/dθ = -(∂cdf/∂θ)(z)/pdf(z) (0 at q = 0 and 1, where z is the support's end,
-    which no shape moves)."""
-
-    def __init__(self, dist: Any, kept: Any, method: str, law: Continuous) -> None:
-        def compute(q: Any, *shapes: Any) -> Any:
-            with np.errstate(all="ignore"):
-                return np.asarray(kept(dist, q, *shapes), dtype=np.float64)
-
-        compute.__name__ = f"{dist.name}_{method}"
-        self._law = law
-        self._upper = method == "isf"
-        super().__init__(compute, self._make_partials(), label=f"scipy.stats.{dist.name}.{method}", unbounded=True)  # type: ignore[arg-type]
-        self.name = f"{dist.name}.{method}"
-
-    def _make_partials(self) -> tuple:
-        law, sign = self._law, (-1.0 if self._upper else 1.0)
-
-        def inverse_density(ins: tuple, z: Any) -> Any:
-            return np.exp(np.negative(law.logpdf(z, *ins[1:])))
-
-        def d_q(ins: tuple, z: Any, out: Any) -> Any:
-            return np.multiply(inverse_density(ins, z), sign, out=out)
-
-        def d_shape(i: int) -> Callable:
-            def d(ins: tuple, z: Any, out: Any) -> Any:
-                q = ins[0]
-                inside = np.logical_and(np.greater(q, 0.0), np.less(q, 1.0))
-                r = np.negative(np.multiply(law.cdf_partials(z, *ins[1:])[i], inverse_density(ins, z)))
-                return into(out, np.where(inside, r, 0.0))
-
-            return d
-
-        return (d_q, *(d_shape(i) for i in range(law.nshapes)))
-
-    def forward(self, *ins: Any, out: Any = None) -> Any:
-        return into(out, self.ufunc(*ins))
-
-    def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
-        return lambda: self.forward(*ins, out=out)
-
-
-#: (family, method) -> its quantile primitive
-_QUANTILES: dict[tuple[str, str], _Quantile] = {}
-
-
-def _quantile(dist: Any, kept: Any, method: str, law: Continuous) -> _Quantile:
-    key = (dist.name, method)
-    prim = _QUANTILES.get(key)
-    if prim is None:
-        prim = _QUANTILES[key] = _Quantile(dist, kept, method, law)
-    return prim
 
 
 def discrete(method: str) -> Callable:

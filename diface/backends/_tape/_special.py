@@ -209,15 +209,15 @@ def _d_huber(k: int) -> Callable:
 
 
 def _d_pseudo_huber(k: int) -> Callable:
-    """pseudo_huber(δ, r) = δ² (sqrt(1 + (r/δ)²) - 1), for δ > 0: d/dr = r δ / σ and d/dδ = (σ - δ)² / σ
-    with σ = sqrt(δ² + r²). SciPy gives 0 at δ = 0 and inf for δ < 0: derivative 0 there."""
+    """pseudo_huber(δ, r) = δ² (sqrt(1 + (r/δ)²) - 1), for δ > 0: d/dr = r δ / sigma and d/dδ = (sigma - δ)² / sigma
+    with sigma = sqrt(δ² + r²). SciPy gives 0 at δ = 0 and inf for δ < 0: derivative 0 there."""
 
     def d(ins: tuple, y: Any, out: Any) -> Any:
         delta, r = ins
         positive = np.greater(delta, 0.0)
         dd = np.where(positive, delta, 1.0)
         sigma = np.sqrt(np.add(np.square(dd), np.square(r)))
-        if k == 1:  # r δ / σ
+        if k == 1:  # r δ / sigma
             return into(out, np.where(positive, np.divide(np.multiply(r, dd), sigma), 0.0))
         return into(out, np.where(positive, np.divide(np.square(np.subtract(sigma, dd)), sigma), 0.0))
 

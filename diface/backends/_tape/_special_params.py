@@ -178,9 +178,10 @@ def _stirling(a: np.ndarray) -> np.ndarray:
 
 def _exp_minus(w: Any) -> Any:
     """e^w - 1 - w, without the cancellation of expm1(w) - w near 0."""
-    w2 = w * w
-    series = w2 * (0.5 + w * (1 / 6 + w * (1 / 24 + w * (1 / 120 + w * (1 / 720 + w * (1 / 5040 + w * (1 / 40320 + w / 362880)))))))
-    return np.where(np.abs(w) < 0.05, series, np.expm1(w) - w)
+    series = w * (1.0 / 362880.0)
+    for k in range(8, 1, -1):  # w^2/2! + w^3/3! + ... + w^9/9!, by Horner's rule
+        series = w * (1.0 / math.factorial(k) + series)
+    return np.where(np.abs(w) < 0.05, w * series, np.expm1(w) - w)
 
 
 def _gamma_prefactor(a: np.ndarray, kappa: np.ndarray) -> np.ndarray:
@@ -338,14 +339,14 @@ def _zeta_moment_value(n: int, s: Any, q: Any) -> np.ndarray:
 
 def _euler_maclaurin(n: int, s: np.ndarray, q: np.ndarray) -> np.ndarray:
     big = int(min(np.max(s), 600.0))  # the Bernoulli terms converge while s + 2j < 2 pi (N + q)
-    count = max(_EM_DIRECT, int(math.ceil((big + 2 * _EM_TERMS) / (2.0 * math.pi))) + 2)
+    count = max(_EM_DIRECT, math.ceil((big + 2 * _EM_TERMS) / (2.0 * math.pi)) + 2)
     k = np.arange(count, dtype=np.float64)
     log_k = np.log(k[None, :] + q[:, None])
     total = np.sum((-log_k) ** n * np.exp(-s[:, None] * log_k), axis=1)
     big_n = count + q
     log_n = np.log(big_n)
     sigma = s - 1.0
-    # (N+q)^(1-s)/(s-1): its n-th derivative is (-1)^n n! e^(-σL) Σ_{i<=n} (σL)^i/i! / σ^(n+1)
+    # (N+q)^(1-s)/(s-1): its n-th derivative is (-1)^n n! e^(-sigmaL) Σ_{i<=n} (sigmaL)^i/i! / sigma^(n+1)
     series = sum((sigma * log_n) ** i / math.factorial(i) for i in range(n + 1))
     total += (-1.0) ** n * math.factorial(n) * np.exp(-sigma * log_n) * series / sigma ** (n + 1)
     total += 0.5 * (-log_n) ** n * np.exp(-s * log_n)
@@ -358,9 +359,7 @@ def _euler_maclaurin(n: int, s: np.ndarray, q: np.ndarray) -> np.ndarray:
             coeffs = [coeffs[i] * (s + rising) + (coeffs[i - 1] if i else 0.0) for i in range(n + 1)]
             rising += 1
         e = np.exp(-(s + 2 * j - 1) * log_n)
-        term = sum(
-            math.comb(n, i) * math.factorial(i) * coeffs[i] * (-log_n) ** (n - i) * e for i in range(n + 1)
-        )
+        term = sum(math.comb(n, i) * math.factorial(i) * coeffs[i] * (-log_n) ** (n - i) * e for i in range(n + 1))
         total += factors[j - 1] * term
     return total
 
@@ -371,13 +370,13 @@ class _Series(Ufunc):
     partial derivatives are members of the family (`partials`, built when first needed)."""
 
     def __init__(self, name: str, label: str, compute: Callable, partials: Callable[[], tuple]) -> None:
-        compute.__name__ = name  # type: ignore[attr-defined]
+        compute.__name__ = name
         super().__init__(compute, None, label=label, unbounded=True)  # type: ignore[arg-type]
         self._make_partials = partials
         self.differentiable = True
         self.name = name
 
-    @property  # type: ignore[override]
+    @property
     def partials(self) -> tuple:
         made = self.__dict__.get("_partials")
         if made is None:
@@ -528,10 +527,10 @@ def _d_betaincc_x(ins: tuple, y: Any, out: Any) -> Any:
 
 
 def d_stdtr_df(ins: tuple, y: Any, out: Any) -> Any:
-    """d stdtr(ν, t)/dν = t K(ν, t). With x = ν/(ν+t²), stdtr = 1/2 + sign(t)/2 (1 - I_x(ν/2, 1/2)), so
-    t K = -sign(t)/4 M_{1,0}(ν/2, 1/2, x) - t x^(ν/2-1) (ν+t²)^(-3/2) / (2 B(ν/2, 1/2)) (the second term is
-    I's x-partial times dx/dν, simplified to be finite at t = 0). K is even in t and smooth; at t = 0 it
-    is its limit (ψ((ν+1)/2) - ψ(ν/2) - 1/ν) / (2 sqrt(ν) B(ν/2, 1/2)), the derivative in ν of the
+    """d stdtr(df, t)/ddf = t K(df, t). With x = df/(df+t²), stdtr = 1/2 + sign(t)/2 (1 - I_x(df/2, 1/2)), so
+    t K = -sign(t)/4 M_{1,0}(df/2, 1/2, x) - t x^(df/2-1) (df+t²)^(-3/2) / (2 B(df/2, 1/2)) (the second term is
+    I's x-partial times dx/ddf, simplified to be finite at t = 0). K is even in t and smooth; at t = 0 it
+    is its limit (ψ((df+1)/2) - ψ(df/2) - 1/df) / (2 sqrt(df) B(df/2, 1/2)), the derivative in df of the
     density at 0, so that the derivative in t of t K (a second derivative) holds there too."""
     df, t = ins
     sp = special()

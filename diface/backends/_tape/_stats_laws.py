@@ -4,21 +4,32 @@ so that the tape records their derivatives in z and in the shape parameters as u
 
 Each law has the log density, the cdf and sf (and their logs), the partial derivatives of its cdf in
 its shape parameters (`cdf_partials`, for the quantile functions' implicit derivatives), and follows
-SciPy's own formulas (`scipy.stats._continuous_distns`), so that the values are SciPy's up to
-rounding: outside the support the log density is -inf, the cdf 0 or 1, with derivative 0.
+SciPy's own formulas (`scipy.stats._continuous_distns`; log cdf and log sf, where SciPy has no formula
+of their own, as SciPy's defaults: log(cdf) below the median and log1p(-sf) above it, and the other
+way round), so that the values are SciPy's up to rounding: outside the support the log density is
+-inf, the cdf 0 or 1, with derivative 0.
+
+The quantile functions (`quantile`: ppf, isf) are SciPy's own, computed on plain values, with the
+derivatives of the implicit relation cdf(ppf(q; θ); θ) = q: d ppf/dq = 1/pdf and d ppf/dθ = -(∂cdf/∂θ)
+/ pdf at the quantile, written with the law's own log density and cdf partials on the (traced, for
+second order) quantile, so that every order is exact.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ._elementwise import Ufunc
+from ._hooks import original
+from ._prim import into
 from ._special_params import beta_moment, d_stdtr_df, gamma_moment
 
-__all__ = ["CONTINUOUS", "Continuous"]
+__all__ = ["CONTINUOUS", "Continuous", "quantile"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -41,11 +52,12 @@ def _positive(z: Any) -> tuple[Any, Any]:
 
 
 class Continuous:
-    """A standardized distribution: `logpdf(z, *shapes)`, `cdf`, `sf` (and their logs by default: SciPy's
-    log(cdf) and log(sf) where it defines no other), `cdf_partials` (the cdf's partial derivatives in the
-    shape parameters, one per shape)."""
+    """A standardized distribution: `logpdf(z, *shapes)`, `cdf`, `sf` (and their logs: by default SciPy's
+    defaults, see the module docstring), `cdf_partials` (the cdf's partial derivatives in the shape
+    parameters, one per shape). `name`: the family's in scipy.stats."""
 
     nshapes = 0
+    name = "?"
 
     def logpdf(self, z: Any, *s: Any) -> Any:
         raise NotImplementedError
@@ -57,10 +69,16 @@ class Continuous:
         return np.subtract(1.0, self.cdf(z, *s))
 
     def logcdf(self, z: Any, *s: Any) -> Any:
-        return np.log(self.cdf(z, *s))
+        below = np.less(z, self.median(*s))
+        return np.where(below, np.log(self.cdf(z, *s)), np.log1p(np.negative(self.sf(z, *s))))
 
     def logsf(self, z: Any, *s: Any) -> Any:
-        return np.log(self.sf(z, *s))
+        above = np.greater(z, self.median(*s))
+        return np.where(above, np.log(self.sf(z, *s)), np.log1p(np.negative(self.cdf(z, *s))))
+
+    def median(self, *s: Any) -> Any:
+        """SciPy's median, its ppf at 1/2 (where the default log cdf and log sf switch formula)."""
+        return quantile(self, "ppf")(0.5, *s)
 
     def cdf_partials(self, z: Any, *s: Any) -> tuple:
         return ()
@@ -106,11 +124,12 @@ class _T(Continuous):
 class _Gamma(Continuous):
     nshapes = 1
 
-    def logpdf(self, z: Any, a: Any) -> Any:
+    def logpdf(self, z: Any, a: Any) -> Any:  # on [0, inf): at 0, xlogy gives SciPy's inf, 0 or -inf
         sp = _sp()
-        pos, zz = _positive(z)
+        nonneg = np.greater_equal(z, 0.0)
+        zz = _inside(nonneg, z, 1.0)
         r = np.subtract(np.subtract(sp.xlogy(np.subtract(a, 1.0), zz), zz), sp.gammaln(a))
-        return np.where(pos, r, -np.inf)
+        return np.where(nonneg, r, -np.inf)
 
     def cdf(self, z: Any, a: Any) -> Any:
         return _sp().gammainc(a, np.maximum(z, 0.0))
@@ -141,15 +160,18 @@ class _Chi2(_Gamma):
 class _Beta(Continuous):
     nshapes = 2
 
-    def logpdf(self, z: Any, a: Any, b: Any) -> Any:
+    def logpdf(self, z: Any, a: Any, b: Any) -> Any:  # on [0, 1], SciPy's inf or -inf at the ends
         sp = _sp()
-        inside = np.logical_and(np.greater(z, 0.0), np.less(z, 1.0))
+        inside = np.logical_and(np.greater_equal(z, 0.0), np.less_equal(z, 1.0))
         zz = _inside(inside, z, 0.5)
         r = np.add(sp.xlogy(np.subtract(a, 1.0), zz), sp.xlog1py(np.subtract(b, 1.0), np.negative(zz)))
         return np.where(inside, np.subtract(r, sp.betaln(a, b)), -np.inf)
 
     def cdf(self, z: Any, a: Any, b: Any) -> Any:
         return _sp().betainc(a, b, np.clip(z, 0.0, 1.0))
+
+    def sf(self, z: Any, a: Any, b: Any) -> Any:
+        return _sp().betaincc(a, b, np.clip(z, 0.0, 1.0))
 
     def cdf_partials(self, z: Any, a: Any, b: Any) -> tuple:
         zz = np.clip(z, 0.0, 1.0)
@@ -187,10 +209,10 @@ class _Cauchy(Continuous):
         return np.negative(np.log(np.multiply(np.add(np.square(z), 1.0), math.pi)))
 
     def cdf(self, z: Any) -> Any:
-        return np.add(np.divide(np.arctan(z), math.pi), 0.5)
+        return np.divide(np.arctan2(1.0, np.negative(z)), math.pi)
 
     def sf(self, z: Any) -> Any:
-        return self.cdf(np.negative(z))
+        return np.divide(np.arctan2(1.0, z), math.pi)
 
 
 class _Logistic(Continuous):
@@ -498,6 +520,73 @@ class _Loggamma(Continuous):
         return (np.where(low, first, gamma_moment(1)(c, np.exp(z))),)
 
 
+# -- quantile functions -------------------------------------------------------------------------------------
+class _Quantile(Ufunc):
+    """The standardized ppf (or isf) of a family, `q, *shapes -> z`: the value SciPy's own, on plain
+    values; the partial derivatives from the implicit relation cdf(z; θ) = q (sf(z; θ) = q for isf),
+    written with the law's log density and cdf partials on the saved (traced, for second order) z:
+    dz/dq = ±1/pdf(z), dz/dθ = -(∂cdf/∂θ)(z)/pdf(z), 0 where ∂cdf/∂θ is (at q = 0 and 1 z is an end of the
+    support, which no shape moves; where z underflows to the end, what remains of the derivative is
+    below the smallest double)."""
+
+    def __init__(self, law: Continuous, method: str) -> None:
+        stats = sys.modules["scipy.stats"]
+        dist = getattr(stats, law.name)
+        kept = original(getattr(stats.rv_continuous, method))
+
+        def compute(q: Any, *shapes: Any) -> Any:
+            with np.errstate(all="ignore"):
+                return np.asarray(kept(dist, q, *shapes), dtype=np.float64)
+
+        compute.__name__ = f"{law.name}_{method}"
+        self._law = law
+        self._sign = -1.0 if method == "isf" else 1.0
+        label = f"scipy.stats.{law.name}.{method}"
+        super().__init__(compute, self._partials(), label=label, unbounded=True)  # type: ignore[arg-type]
+        self.name = f"{law.name}.{method}"
+
+    def _partials(self) -> tuple:
+        law, sign = self._law, self._sign
+
+        def inverse_density(ins: tuple, z: Any) -> Any:
+            return np.exp(np.negative(law.logpdf(z, *ins[1:])))
+
+        def d_q(ins: tuple, z: Any, out: Any) -> Any:
+            return np.multiply(inverse_density(ins, z), sign, out=out)
+
+        def d_shape(i: int) -> Callable:
+            def d(ins: tuple, z: Any, out: Any) -> Any:
+                q = ins[0]
+                inside = np.logical_and(np.greater(q, 0.0), np.less(q, 1.0))
+                partial = law.cdf_partials(z, *ins[1:])[i]
+                moved = np.logical_and(inside, np.not_equal(partial, 0.0))
+                r = np.negative(np.multiply(partial, inverse_density(ins, z)))
+                return into(out, np.where(moved, r, 0.0))
+
+            return d
+
+        return (d_q, *(d_shape(i) for i in range(law.nshapes)))
+
+    def forward(self, *ins: Any, out: Any = None) -> Any:
+        return into(out, self.ufunc(*ins))
+
+    def forward_step(self, ins: tuple, out: Any, params: dict) -> Any:
+        return lambda: self.forward(*ins, out=out)
+
+
+#: (family, method) -> its quantile primitive
+_QUANTILES: dict[tuple[str, str], _Quantile] = {}
+
+
+def quantile(law: Continuous, method: str) -> _Quantile:
+    """The primitive of a family's standardized ppf or isf (`method`), made when first used."""
+    key = (law.name, method)
+    prim = _QUANTILES.get(key)
+    if prim is None:
+        prim = _QUANTILES[key] = _Quantile(law, method)
+    return prim
+
+
 CONTINUOUS: dict[str, Continuous] = {
     "norm": _Norm(),
     "t": _T(),
@@ -521,3 +610,5 @@ CONTINUOUS: dict[str, Continuous] = {
     "halfnorm": _Halfnorm(),
     "loggamma": _Loggamma(),
 }
+for _name, _law in CONTINUOUS.items():
+    _law.name = _name
