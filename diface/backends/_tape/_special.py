@@ -154,11 +154,19 @@ def _d_lambertw(ins: tuple, y: Any, out: Any) -> Any:
 
 
 def _d_spence(ins: tuple, y: Any, out: Any) -> Any:
-    """spence(z) = ∫_1^z log(t) / (1 - t) dt: the derivative log(z) / (1 - z), -1 at z = 1 (its limit)."""
+    """spence(z) = ∫_1^z log(t) / (1 - t) dt: the derivative log(z) / (1 - z) = -log1p(u)/u with u = z - 1,
+    by its Taylor series sum_k (-u)^k / (k + 1) near u = 0 (to 20 terms at |u| < 0.05: exact to rounding,
+    and so are its own derivatives there: log(z)/(1 - z) at z = 1 is 0/0, its limit -1)."""
     z = ins[0]
-    one = np.equal(z, 1.0)
-    zz = np.where(one, 2.0, z)
-    return into(out, np.where(one, -1.0, np.divide(np.log(zz), np.subtract(1.0, zz))))
+    u = np.subtract(z, 1.0)
+    near = np.less(np.abs(u), 0.05)
+    uu = np.where(near, 0.5, u)
+    far = np.negative(np.divide(np.log1p(uu), uu))
+    un = np.where(near, u, 0.0)
+    series: Any = -1.0 / 21.0
+    for k in range(19, -1, -1):  # -(1 - u/2 + u^2/3 - ...), by Horner's rule
+        series = np.add(np.multiply(np.negative(un), series), -1.0 / (k + 1))
+    return into(out, np.where(near, series, far))
 
 
 def _d_entr(ins: tuple, y: Any, out: Any) -> Any:

@@ -525,9 +525,9 @@ class _Quantile(Ufunc):
     """The standardized ppf (or isf) of a family, `q, *shapes -> z`: the value SciPy's own, on plain
     values; the partial derivatives from the implicit relation cdf(z; θ) = q (sf(z; θ) = q for isf),
     written with the law's log density and cdf partials on the saved (traced, for second order) z:
-    dz/dq = ±1/pdf(z), dz/dθ = -(∂cdf/∂θ)(z)/pdf(z), 0 where ∂cdf/∂θ is (at q = 0 and 1 z is an end of the
-    support, which no shape moves; where z underflows to the end, what remains of the derivative is
-    below the smallest double)."""
+    dz/dq = ±1/pdf(z), dz/dθ = -(∂cdf/∂θ)(z)/pdf(z): 0 at q = 0 and 1 (z is an end of the support, which no
+    shape moves) and where z underflowed to an end, its density 0 and ∂cdf/∂θ 0 there (what remains of
+    the derivative is below the smallest double)."""
 
     def __init__(self, law: Continuous, method: str) -> None:
         stats = sys.modules["scipy.stats"]
@@ -559,9 +559,11 @@ class _Quantile(Ufunc):
                 q = ins[0]
                 inside = np.logical_and(np.greater(q, 0.0), np.less(q, 1.0))
                 partial = law.cdf_partials(z, *ins[1:])[i]
-                moved = np.logical_and(inside, np.not_equal(partial, 0.0))
-                r = np.negative(np.multiply(partial, inverse_density(ins, z)))
-                return into(out, np.where(moved, r, 0.0))
+                inverse = inverse_density(ins, z)
+                # 0/0 where z underflowed to an end of the support (the density there 0)
+                lost = np.logical_and(np.equal(partial, 0.0), np.isinf(inverse))
+                r = np.negative(np.multiply(partial, inverse))
+                return into(out, np.where(np.logical_and(inside, np.logical_not(lost)), r, 0.0))
 
             return d
 
