@@ -28,7 +28,7 @@ from ._hooks import hook
 from ._np_common import ndim_of
 from ._prim import shape_of
 from ._sites import user_location
-from ._stats_laws import CONTINUOUS, quantile
+from ._stats_laws import CONTINUOUS, Continuous, quantile
 from ._tracer import operand
 
 __all__: list[str] = []
@@ -89,18 +89,24 @@ def continuous(method: str) -> Callable:
         if law is None:
             raise _unknown(dist, method)
         x, shapes, loc, scale = _arguments(dist, law.nshapes, x, args, kwds, False)
-        if method in ("ppf", "isf"):
-            z = quantile(law, method)(x, *shapes)
-            return _nan_where_invalid(np.add(np.multiply(z, scale), loc), shapes, scale)
-        z = np.divide(np.subtract(x, loc), scale)
-        if method in ("pdf", "logpdf"):
-            r = np.subtract(law.logpdf(z, *shapes), np.log(scale))
-            r = np.exp(r) if method == "pdf" else r
-        else:
-            r = getattr(law, method)(z, *shapes)
-        return _nan_where_invalid(r, shapes, scale)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # as SciPy's methods are
+            return _continuous(law, method, x, shapes, loc, scale)
 
     return rule
+
+
+def _continuous(law: Continuous, method: str, x: Any, shapes: list, loc: Any, scale: Any) -> Any:
+    """The method of the standardized law at x, loc and scale."""
+    if method in ("ppf", "isf"):
+        z = quantile(law, method)(x, *shapes)
+        return _nan_where_invalid(np.add(np.multiply(z, scale), loc), shapes, scale)
+    z = np.divide(np.subtract(x, loc), scale)
+    if method in ("pdf", "logpdf"):
+        r = np.subtract(law.logpdf(z, *shapes), np.log(scale))
+        r = np.exp(r) if method == "pdf" else r
+    else:
+        r = getattr(law, method)(z, *shapes)
+    return _nan_where_invalid(r, shapes, scale)
 
 
 def discrete(method: str) -> Callable:
