@@ -7,8 +7,9 @@ imports another inside a function), checked by tests/test_tape_layers.py.
    `_messages` (where a call happens, for messages), `_buffers` (buffer planning), `_dispatch` (the
    registry NumPy's protocols on a traced array go through);
 2. primitives and their JVP/VJP rules: `_prim` (the rule interface), `_elementwise` (ufuncs, where,
-   clip) with `_partials` (the ufuncs' partial derivatives) and `_special` (the scipy.special
-   ufuncs'), `_structure` (shapes, indexing, assignment), `_reduce`, `_scan` (cumprod), `_contract`
+   clip) with `_partials` (the ufuncs' partial derivatives), `_special` (the scipy.special
+   ufuncs') and `_special_params` (their parameter derivatives without a closed form: primitives of
+   their own), `_structure` (shapes, indexing, assignment), `_reduce`, `_scan` (cumprod), `_contract`
    (matmul, einsum), `_convolve`, `_linalg` (inv, solve, det), `_decomp` (eigh, eig, svd, qr,
    cholesky, pinv), `_guards` (branches taken while recording), `_objects` (traced values inside NumPy
    object arrays);
@@ -18,12 +19,14 @@ imports another inside a function), checked by tests/test_tape_layers.py.
    (polynomials, numpy.polynomial), `_np_vectorize`, `_np_cumulative`, `_np_statistics` (nan- reductions,
    order statistics, cov), `_np_linalg_extra` (lstsq, matrix_power, ...), `_np_assorted`), `_numpy`;
    `_hooks`: SciPy's (and a few of NumPy's) Python-level functions made to dispatch to the tape, with
-   their rules in `_scipy`, `_scipy_stats`, `_scipy_linalg` (scipy.linalg, with its primitives),
-   `_np_arrange`, `_np_poly` and `_np_vectorize` (and
-   `_scipy_solvers`: SciPy's solvers and integrators, whose callbacks may not compute with traced
-   values); `_intercept`: NumPy's conversions and creation functions and the `math` module while f is
-   recorded (conversions of traced values stay traced, arrays f creates are buffers it may write traced
-   values into, math functions record);
+   their rules in `_scipy`, `_scipy_stats` (with the distributions in `_stats_laws`), `_scipy_linalg`
+   (scipy.linalg, with its primitives), `_np_arrange`, `_np_poly` and `_np_vectorize`; `_scipy_roots`,
+   `_quadrature` and `_odes`: SciPy's root finders and minimizers, quad/quad_vec and solve_ivp, whose
+   callbacks are recorded as sub-tapes (`_callbacks`) and whose results are `_implicit` roots,
+   quadratures and ODE solutions (and `_scipy_solvers`: the other solvers and integrators, whose
+   callbacks may not compute with traced values); `_intercept`: NumPy's conversions and creation
+   functions and the `math` module while f is recorded (conversions of traced values stay traced,
+   arrays f creates are buffers it may write traced values into, math functions record);
 5. recording and compiling: `_record` (tracing f with its contexts), `_interpret` (running a tape on
    any values, and so recording its sweeps), `_compile` (the prepared forward replay and reverse
    sweep over planned buffers), `_tangent` (the forward-mode sweep, symbolic in batches), `_seeds`

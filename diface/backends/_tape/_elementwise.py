@@ -29,7 +29,7 @@ import numpy as np
 from ._graph import Traced
 from ._partials import DIFFERENTIABLE, NONDIFF_UFUNCS, Arg, Partial, partial_value
 from ._prim import ALL_INPUTS, HOLOMORPHIC, NO_RULE, Prim, into, scale
-from ._special import PRIVATE, SPECIAL, special
+from ._special import HOLOMORPHIC_SPECIAL, PRIVATE, SPECIAL, special
 
 __all__ = [
     "CLIP",
@@ -461,6 +461,8 @@ def ufunc_prim(ufunc: np.ufunc) -> Ufunc | None:
                         ufunc, partials(), label=f"scipy.special.{name}", unbounded=name not in _BOUNDED_SPECIAL
                     )
                     prim.name = name
+                    if name in HOLOMORPHIC_SPECIAL:
+                        prim.complex = HOLOMORPHIC
                     UFUNC_PRIMS[ufunc] = prim
                     return prim
     return prim

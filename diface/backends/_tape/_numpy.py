@@ -38,6 +38,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _scipy_roots,
     _scipy_solvers,
     _scipy_stats,
+    _special_params,
 )
 from ._complex import complex_ufunc
 from ._contract import MATMUL

@@ -1,12 +1,16 @@
 """The tape's rules for scipy.stats distributions (reached through `_hooks`): the pdf, logpdf, cdf,
-logcdf, sf and logsf of norm, t, gamma, beta, chi2, expon, laplace, cauchy and logistic, the pmf,
-logpmf, cdf, logcdf, sf and logsf of poisson, and multivariate_normal's and dirichlet's pdf and logpdf.
+logcdf, sf, logsf, ppf and isf of the continuous families in `_stats_laws` (norm, t, gamma, beta,
+chi2, expon, laplace, cauchy, logistic, lognorm, weibull_min, weibull_max, uniform, gumbel_r, gumbel_l,
+pareto, invgamma, f, rayleigh, halfnorm, loggamma), the pmf, logpmf, cdf, logcdf, sf and logsf of
+poisson, and multivariate_normal's and dirichlet's pdf and logpdf.
 
 A distribution is standardized (z = (x - loc) / scale) and written with NumPy calls and
 scipy.special ufuncs, so its derivatives with respect to x, loc, scale and the shape parameters are
-recorded as usual (shape parameters that enter only through functions without a derivative, such as
-gammainc's first argument, raise `NotSupportedError` when traced). Outside the support the values are
-SciPy's (-inf for logpdf, 0 for pdf) with derivative 0.
+recorded as usual. Outside the support the values are SciPy's (-inf for logpdf, 0 for pdf) with
+derivative 0; where SciPy returns NaN (a scale <= 0, a shape parameter <= 0) so does the rule.
+
+The quantile functions are SciPy's own, computed on plain values, with the derivatives of the implicit
+relation cdf(ppf(q; θ); θ) = q (see `_stats_laws.quantile`).
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError
+from ._graph import Traced
 from ._hooks import hook
 from ._np_common import ndim_of
 from ._prim import shape_of
 from ._sites import user_location
+from ._stats_laws import CONTINUOUS, Continuous, quantile
 from ._tracer import operand
 
 __all__: list[str] = []
@@ -37,172 +43,6 @@ def _sp() -> Any:
 def _inside(mask: Any, z: Any, fill: float) -> Any:
     """z where the mask holds, a harmless value elsewhere (so that no formula sees a value it rejects)."""
     return np.where(mask, z, fill)
-
-
-# -- continuous: log density, log cdf and log sf of the standardized variable --------------------------------
-class _Continuous:
-    """A standardized distribution: `logpdf(z, *shapes)`, `cdf`, `sf` (and their logs by default)."""
-
-    nshapes = 0
-
-    def logpdf(self, z: Any, *s: Any) -> Any:
-        raise NotImplementedError
-
-    def cdf(self, z: Any, *s: Any) -> Any:
-        raise NotImplementedError
-
-    def sf(self, z: Any, *s: Any) -> Any:
-        return np.subtract(1.0, self.cdf(z, *s))
-
-    def logcdf(self, z: Any, *s: Any) -> Any:
-        return np.log(self.cdf(z, *s))
-
-    def logsf(self, z: Any, *s: Any) -> Any:
-        return np.log(self.sf(z, *s))
-
-
-class _Norm(_Continuous):
-    def logpdf(self, z: Any) -> Any:
-        return np.subtract(np.multiply(np.square(z), -0.5), _LOG_SQRT_2PI)
-
-    def cdf(self, z: Any) -> Any:
-        return _sp().ndtr(z)
-
-    def sf(self, z: Any) -> Any:
-        return _sp().ndtr(np.negative(z))
-
-    def logcdf(self, z: Any) -> Any:
-        return _sp().log_ndtr(z)
-
-    def logsf(self, z: Any) -> Any:
-        return _sp().log_ndtr(np.negative(z))
-
-
-class _T(_Continuous):
-    nshapes = 1
-
-    def logpdf(self, z: Any, df: Any) -> Any:
-        sp = _sp()
-        half = np.multiply(np.add(df, 1.0), 0.5)
-        c = np.subtract(sp.gammaln(half), sp.gammaln(np.multiply(df, 0.5)))
-        c = np.subtract(c, np.multiply(np.log(np.multiply(df, math.pi)), 0.5))
-        return np.subtract(c, np.multiply(half, np.log1p(np.divide(np.square(z), df))))
-
-    def cdf(self, z: Any, df: Any) -> Any:
-        return _sp().stdtr(df, z)
-
-    def sf(self, z: Any, df: Any) -> Any:
-        return _sp().stdtr(df, np.negative(z))
-
-
-class _Gamma(_Continuous):
-    nshapes = 1
-
-    def logpdf(self, z: Any, a: Any) -> Any:
-        sp = _sp()
-        pos = np.greater(z, 0.0)
-        zz = _inside(pos, z, 1.0)
-        r = np.subtract(np.subtract(sp.xlogy(np.subtract(a, 1.0), zz), zz), sp.gammaln(a))
-        return np.where(pos, r, -np.inf)
-
-    def cdf(self, z: Any, a: Any) -> Any:
-        return _sp().gammainc(a, np.maximum(z, 0.0))
-
-    def sf(self, z: Any, a: Any) -> Any:
-        return _sp().gammaincc(a, np.maximum(z, 0.0))
-
-
-class _Chi2(_Gamma):
-    def logpdf(self, z: Any, df: Any) -> Any:
-        half = np.multiply(df, 0.5)
-        return np.subtract(super().logpdf(np.multiply(z, 0.5), half), math.log(2.0))
-
-    def cdf(self, z: Any, df: Any) -> Any:
-        return super().cdf(np.multiply(z, 0.5), np.multiply(df, 0.5))
-
-    def sf(self, z: Any, df: Any) -> Any:
-        return super().sf(np.multiply(z, 0.5), np.multiply(df, 0.5))
-
-
-class _Beta(_Continuous):
-    nshapes = 2
-
-    def logpdf(self, z: Any, a: Any, b: Any) -> Any:
-        sp = _sp()
-        inside = np.logical_and(np.greater(z, 0.0), np.less(z, 1.0))
-        zz = _inside(inside, z, 0.5)
-        r = np.add(sp.xlogy(np.subtract(a, 1.0), zz), sp.xlog1py(np.subtract(b, 1.0), np.negative(zz)))
-        return np.where(inside, np.subtract(r, sp.betaln(a, b)), -np.inf)
-
-    def cdf(self, z: Any, a: Any, b: Any) -> Any:
-        return _sp().betainc(a, b, np.clip(z, 0.0, 1.0))
-
-
-class _Expon(_Continuous):
-    def logpdf(self, z: Any) -> Any:
-        return np.where(np.less(z, 0.0), -np.inf, np.negative(z))
-
-    def cdf(self, z: Any) -> Any:
-        return np.negative(np.expm1(np.negative(np.maximum(z, 0.0))))
-
-    def sf(self, z: Any) -> Any:
-        return np.exp(np.negative(np.maximum(z, 0.0)))
-
-    def logsf(self, z: Any) -> Any:
-        return np.negative(np.maximum(z, 0.0))
-
-
-class _Laplace(_Continuous):
-    def logpdf(self, z: Any) -> Any:
-        return np.subtract(np.negative(np.abs(z)), math.log(2.0))
-
-    def cdf(self, z: Any) -> Any:
-        half = np.multiply(np.exp(np.negative(np.abs(z))), 0.5)
-        return np.where(np.less(z, 0.0), half, np.subtract(1.0, half))
-
-    def sf(self, z: Any) -> Any:
-        return self.cdf(np.negative(z))
-
-
-class _Cauchy(_Continuous):
-    def logpdf(self, z: Any) -> Any:
-        return np.negative(np.log(np.multiply(np.add(np.square(z), 1.0), math.pi)))
-
-    def cdf(self, z: Any) -> Any:
-        return np.add(np.divide(np.arctan(z), math.pi), 0.5)
-
-    def sf(self, z: Any) -> Any:
-        return self.cdf(np.negative(z))
-
-
-class _Logistic(_Continuous):
-    def logpdf(self, z: Any) -> Any:
-        return np.subtract(np.negative(z), np.multiply(np.logaddexp(0.0, np.negative(z)), 2.0))
-
-    def cdf(self, z: Any) -> Any:
-        return _sp().expit(z)
-
-    def sf(self, z: Any) -> Any:
-        return _sp().expit(np.negative(z))
-
-    def logcdf(self, z: Any) -> Any:
-        return _sp().log_expit(z)
-
-    def logsf(self, z: Any) -> Any:
-        return _sp().log_expit(np.negative(z))
-
-
-CONTINUOUS: dict[str, _Continuous] = {
-    "norm": _Norm(),
-    "t": _T(),
-    "gamma": _Gamma(),
-    "chi2": _Chi2(),
-    "beta": _Beta(),
-    "expon": _Expon(),
-    "laplace": _Laplace(),
-    "cauchy": _Cauchy(),
-    "logistic": _Logistic(),
-}
 
 
 def _unknown(dist: Any, method: str) -> NotSupportedError:
@@ -230,19 +70,43 @@ def _arguments(dist: Any, nshapes: int, x: Any, args: tuple, kwds: dict, discret
     return operand(x), [operand(s) for s in shapes], operand(loc), operand(scale)
 
 
+def _nan_where_invalid(r: Any, shapes: list, scale: Any) -> Any:
+    """r, NaN where SciPy's argument check fails: a scale <= 0 or a shape parameter <= 0 (every family
+    here requires positive shapes). Recorded (a prepared call checks again) where one of them is traced."""
+    checked = [scale, *shapes]
+    bad: Any = None
+    for v in checked:
+        if not isinstance(v, Traced) and np.all(np.greater(v, 0.0)):
+            continue
+        b = np.logical_not(np.greater(v, 0.0))
+        bad = b if bad is None else np.logical_or(bad, b)
+    return r if bad is None else np.where(bad, np.nan, r)
+
+
 def continuous(method: str) -> Callable:
     def rule(kept: Any, dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
         law = CONTINUOUS.get(getattr(dist, "name", ""))
         if law is None:
             raise _unknown(dist, method)
         x, shapes, loc, scale = _arguments(dist, law.nshapes, x, args, kwds, False)
-        z = np.divide(np.subtract(x, loc), scale)
-        if method in ("pdf", "logpdf"):
-            r = np.subtract(law.logpdf(z, *shapes), np.log(scale))
-            return np.exp(r) if method == "pdf" else r
-        return getattr(law, method)(z, *shapes)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # as SciPy's methods are
+            return _continuous(law, method, x, shapes, loc, scale)
 
     return rule
+
+
+def _continuous(law: Continuous, method: str, x: Any, shapes: list, loc: Any, scale: Any) -> Any:
+    """The method of the standardized law at x, loc and scale."""
+    if method in ("ppf", "isf"):
+        z = quantile(law, method)(x, *shapes)
+        return _nan_where_invalid(np.add(np.multiply(z, scale), loc), shapes, scale)
+    z = np.divide(np.subtract(x, loc), scale)
+    if method in ("pdf", "logpdf"):
+        r = np.subtract(law.logpdf(z, *shapes), np.log(scale))
+        r = np.exp(r) if method == "pdf" else r
+    else:
+        r = getattr(law, method)(z, *shapes)
+    return _nan_where_invalid(r, shapes, scale)
 
 
 def discrete(method: str) -> Callable:
@@ -329,7 +193,7 @@ def dirichlet(method: str) -> Callable:
     return rule
 
 
-for _m in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"):
+for _m in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"):
     hook("scipy.stats", f"rv_continuous.{_m}")(lambda m=_m: continuous(m))
 for _m in ("pmf", "logpmf", "cdf", "logcdf", "sf", "logsf"):
     hook("scipy.stats", f"rv_discrete.{_m}")(lambda m=_m: discrete(m))

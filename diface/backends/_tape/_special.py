@@ -19,7 +19,7 @@ import numpy as np
 
 from ._prim import NO_RULE, into
 
-__all__ = ["SPECIAL", "special"]
+__all__ = ["HOLOMORPHIC_SPECIAL", "PRIVATE", "SPECIAL", "special"]
 
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -147,6 +147,91 @@ def _d_zeta_q(ins: tuple, y: Any, out: Any) -> Any:  # d zeta(s, q) / dq = -s ze
     return np.multiply(np.negative(s), _hurwitz_zeta()(np.add(s, 1.0), q), out=out)
 
 
+def _d_lambertw(ins: tuple, y: Any, out: Any) -> Any:
+    """W'(z) = W / (z (1 + W)) = exp(-W) / (1 + W): finite at z = 0 (where it is 1), infinite at the branch
+    point -1/e; the same on every branch k."""
+    return np.divide(np.exp(np.negative(y)), np.add(y, 1.0), out=out)
+
+
+def _d_spence(ins: tuple, y: Any, out: Any) -> Any:
+    """spence(z) = ∫_1^z log(t) / (1 - t) dt: the derivative log(z) / (1 - z) = -log1p(u)/u with u = z - 1,
+    by its Taylor series sum_k (-u)^k / (k + 1) near u = 0 (to 20 terms at |u| < 0.05: exact to rounding,
+    and so are its own derivatives there: log(z)/(1 - z) at z = 1 is 0/0, its limit -1)."""
+    z = ins[0]
+    u = np.subtract(z, 1.0)
+    near = np.less(np.abs(u), 0.05)
+    uu = np.where(near, 0.5, u)
+    far = np.negative(np.divide(np.log1p(uu), uu))
+    un = np.where(near, u, 0.0)
+    series: Any = -1.0 / 21.0
+    for k in range(19, -1, -1):  # -(1 - u/2 + u^2/3 - ...), by Horner's rule
+        series = np.add(np.multiply(np.negative(un), series), -1.0 / (k + 1))
+    return into(out, np.where(near, series, far))
+
+
+def _d_entr(ins: tuple, y: Any, out: Any) -> Any:
+    """entr(x) = -x log x: -(log x + 1) for x > 0 (+inf at 0); entr is -inf for x < 0, derivative 0."""
+    x = ins[0]
+    negative = np.less(x, 0.0)
+    return into(out, np.where(negative, 0.0, np.negative(np.add(np.log(np.where(negative, 1.0, x)), 1.0))))
+
+
+def _inside_rel_entr(ins: tuple) -> tuple:
+    """(where x > 0 and y > 0, x there, y there): rel_entr and kl_div are x log(x/y) (+ y - x) there, 0 at
+    x = 0 <= y and +inf elsewhere (derivative 0 in both)."""
+    x, y = ins
+    inside = np.logical_and(np.greater(x, 0.0), np.greater(y, 0.0))
+    return inside, np.where(inside, x, 1.0), np.where(inside, y, 1.0)
+
+
+def _d_rel_entr(k: int, kl: bool) -> Callable:
+    def d(ins: tuple, y: Any, out: Any) -> Any:
+        x, yy = ins
+        inside, xs, ys = _inside_rel_entr(ins)
+        if k == 0:  # log(x/y) + 1 (kl_div: log(x/y)); -inf at x = 0 < y
+            r = np.log(np.divide(xs, ys)) if kl else np.add(np.log(np.divide(xs, ys)), 1.0)
+            at_zero = np.logical_and(np.equal(x, 0.0), np.greater(yy, 0.0))
+            return into(out, np.where(inside, r, np.where(at_zero, -np.inf, 0.0)))
+        r = np.negative(np.divide(xs, ys))  # -x/y (kl_div: 1 - x/y; 1 at x = 0 < y)
+        if kl:
+            r = np.add(r, 1.0)
+            at_zero = np.logical_and(np.equal(x, 0.0), np.greater(yy, 0.0))
+            return into(out, np.where(inside, r, np.where(at_zero, 1.0, 0.0)))
+        return into(out, np.where(inside, r, 0.0))
+
+    return d
+
+
+def _d_huber(k: int) -> Callable:
+    """huber(δ, r) = r²/2 for |r| <= δ, δ (|r| - δ/2) beyond (inf for δ < 0)."""
+
+    def d(ins: tuple, y: Any, out: Any) -> Any:
+        delta, r = ins
+        quadratic = np.less_equal(np.abs(r), delta)
+        linear = np.logical_and(np.logical_not(quadratic), np.greater_equal(delta, 0.0))
+        if k == 0:
+            return into(out, np.where(linear, np.subtract(np.abs(r), delta), 0.0))
+        return into(out, np.where(quadratic, r, np.where(linear, np.multiply(delta, np.sign(r)), 0.0)))
+
+    return d
+
+
+def _d_pseudo_huber(k: int) -> Callable:
+    """pseudo_huber(δ, r) = δ² (sqrt(1 + (r/δ)²) - 1), for δ > 0: d/dr = r δ / sigma and d/dδ = (sigma - δ)² / sigma
+    with sigma = sqrt(δ² + r²). SciPy gives 0 at δ = 0 and inf for δ < 0: derivative 0 there."""
+
+    def d(ins: tuple, y: Any, out: Any) -> Any:
+        delta, r = ins
+        positive = np.greater(delta, 0.0)
+        dd = np.where(positive, delta, 1.0)
+        sigma = np.sqrt(np.add(np.square(dd), np.square(r)))
+        if k == 1:  # r δ / sigma
+            return into(out, np.where(positive, np.divide(np.multiply(r, dd), sigma), 0.0))
+        return into(out, np.where(positive, np.divide(np.square(np.subtract(sigma, dd)), sigma), 0.0))
+
+    return d
+
+
 def _bessel(fn: str, c_minus: float, c_plus: float, c_same: float = 0.0, sign_same: bool = False) -> tuple:
     """d/dx f(v, x) = c_minus f(v-1, x) + c_plus f(v+1, x) + c_same (sign(x)) f(v, x); the order v has no
     rule."""
@@ -198,6 +283,12 @@ SPECIAL: dict[str, Callable[[], tuple]] = {
     "stdtr": lambda: (NO_RULE, _d_stdtr_t),
     "xlogy": lambda: (_d_xlogy_x, lambda ins, y, out: np.divide(ins[0], ins[1], out=out)),
     "xlog1py": lambda: (_d_xlog1py_x, lambda ins, y, out: np.divide(ins[0], np.add(ins[1], 1.0, out=out), out=out)),
+    "spence": lambda: (_d_spence,),
+    "entr": lambda: (_d_entr,),
+    "rel_entr": lambda: (_d_rel_entr(0, False), _d_rel_entr(1, False)),
+    "kl_div": lambda: (_d_rel_entr(0, True), _d_rel_entr(1, True)),
+    "huber": lambda: (_d_huber(0), _d_huber(1)),
+    "pseudo_huber": lambda: (_d_pseudo_huber(0), _d_pseudo_huber(1)),
     "jv": lambda: _bessel("jv", 0.5, -0.5),
     "yv": lambda: _bessel("yv", 0.5, -0.5),
     "yn": lambda: _bessel("yv", 0.5, -0.5),
@@ -220,4 +311,9 @@ SPECIAL: dict[str, Callable[[], tuple]] = {
 #: ufuncs of scipy.special._ufuncs that the public Python functions call (zeta, polygamma)
 PRIVATE: dict[str, Callable[[], tuple]] = {
     "_zeta": lambda: (NO_RULE, _d_zeta_q),
+    "_lambertw": lambda: (_d_lambertw, None, None),
 }
+
+#: of these, the complex-differentiable ones (their partials are real-coefficient expressions of the saved
+#: values, see `Prim.complex`)
+HOLOMORPHIC_SPECIAL = frozenset({"_lambertw"})
