@@ -32,6 +32,8 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _np_values,
     _np_vectorize,
     _scipy,
+    _scipy_interpolate,
+    _scipy_quadrature,
     _scipy_solvers,
     _scipy_stats,
 )
