@@ -9,16 +9,17 @@ imports another inside a function), checked by tests/test_tape_layers.py.
 2. primitives and their JVP/VJP rules: `_prim` (the rule interface), `_elementwise` (ufuncs, where,
    clip) with `_partials` (the ufuncs' partial derivatives) and `_special` (the scipy.special
    ufuncs'), `_structure` (shapes, indexing, assignment), `_reduce`, `_scan` (cumprod), `_contract`
-   (matmul, einsum), `_convolve`, `_linalg` (inv, solve, det), `_decomp` (eigh, eig, svd, qr,
-   cholesky, pinv), `_guards` (branches taken while recording), `_objects` (traced values inside NumPy
-   object arrays);
+   (matmul, einsum), `_convolve`, `_linalg` (inv, solve, det), `_banded` (solve_banded), `_decomp`
+   (eigh, eig, svd, qr, cholesky, pinv), `_guards` (branches taken while recording), `_objects` (traced
+   values inside NumPy object arrays);
 3. the tracer: `_tracer`, the traced array NumPy dispatches to (its Python operators: `_operators`);
 4. what each NumPy function records, registered with `_dispatch` when imported: `_np_*` (among them the
    compositions of primitives for real code's functions: `_np_interp` (interp, piecewise), `_np_poly`
    (polynomials, numpy.polynomial), `_np_vectorize`, `_np_cumulative`, `_np_statistics` (nan- reductions,
    order statistics, cov), `_np_linalg_extra` (lstsq, matrix_power, ...), `_np_assorted`), `_numpy`;
    `_hooks`: SciPy's (and a few of NumPy's) Python-level functions made to dispatch to the tape, with
-   their rules in `_scipy`, `_scipy_stats`, `_np_arrange`, `_np_poly` and `_np_vectorize` (and
+   their rules in `_scipy`, `_scipy_stats`, `_scipy_interpolate` (on `_scipy_splines`' kernels),
+   `_scipy_quadrature`, `_np_arrange`, `_np_poly` and `_np_vectorize` (and
    `_scipy_solvers`: SciPy's solvers and integrators, whose callbacks may not compute with traced
    values); `_intercept`: NumPy's conversions and creation functions and the `math` module while f is
    recorded (conversions of traced values stay traced, arrays f creates are buffers it may write traced

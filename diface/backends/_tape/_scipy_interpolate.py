@@ -44,6 +44,7 @@ from ._scipy_splines import (
     bspline_derivative,
     bspline_eval,
     colloc_band,
+    constant,
     cubic_spline_slopes,
     gather,
     hermite_coefficients,
@@ -92,7 +93,8 @@ def _failures(bad: Any, what: str) -> int:
 
 
 def _array(a: Any) -> Any:
-    a = operand(a)
+    """An argument as an array: traced where it may change between calls, else plain."""
+    a = constant(operand(a))
     return a if isinstance(a, Traced) else np.asarray(a)
 
 
@@ -390,9 +392,7 @@ def ppoly_from_spline(kept: Any, cls: Any, tck: Any, extrapolate: Any = None) ->
         t, c, k = tck
     if not (is_traced(t, c) or holds_traced(c)):
         return kept(cls, tck, extrapolate)
-    if is_traced(operand(t)):
-        raise _refuse("PPoly.from_spline", "with traced knots")
-    t, c = np.asarray(t, dtype=np.float64), _inexact(c)
+    t, c = _plain_knots(t, "PPoly.from_spline"), _inexact(c)
     n = t.shape[0] - k - 1
     if len(shape_of(c)) != 1 or shape_of(c)[0] < n:
         raise ValueError("PPoly.from_spline takes a spline of 1-D coefficients, at least len(t) - k - 1 of them")
@@ -411,8 +411,8 @@ def _set_bspline(obj: Any, t: np.ndarray, c: Any, k: int, extrapolate: Any, axis
 
 
 def _plain_knots(t: Any, name: str) -> np.ndarray:
-    t = operand(t)
-    if isinstance(t, Traced) or holds_traced(t):
+    t = _array(t)
+    if isinstance(t, Traced):
         raise _refuse(name, "with a traced knot vector t (the B-spline basis is not differentiated in its knots)")
     return np.ascontiguousarray(t, dtype=np.float64)
 
@@ -535,7 +535,8 @@ def make_interp_spline(
     axis: int = 0,
     check_finite: bool = True,
 ) -> Any:
-    if holds_traced(x) or holds_traced(operand(x)):
+    x = _array(x)
+    if isinstance(x, Traced):
         raise _refuse("make_interp_spline", "with traced x (its knots are placed at x)")
     if t is not None:
         t = _plain_knots(t, "make_interp_spline")
@@ -643,8 +644,9 @@ def splrep(
     per: int = 0,
     quiet: int = 1,
 ) -> Any:
+    x, w, xb, xe, t, s = (None if v is None else _array(v) for v in (x, w, xb, xe, t, s))
     for value, label in ((x, "x"), (w, "weights w"), (xb, "xb"), (xe, "xe"), (t, "knots t"), (s, "s")):
-        if holds_traced(value):
+        if isinstance(value, Traced):
             raise _refuse("splrep", f"with traced {label}")
     if s is None:
         s = 0.0 if w is None else None  # SciPy's default with weights: m - sqrt(2 m), a smoothing spline
@@ -892,7 +894,8 @@ def rgi_init(
     solver: Any = None,
     solver_args: Any = None,
 ) -> None:
-    if holds_traced(points) or any(holds_traced(p) for p in points):
+    points = tuple(_array(p) for p in points)
+    if any(isinstance(p, Traced) for p in points):
         raise _refuse("RegularGridInterpolator", "with traced grid points")
     if method not in self._ALL_METHODS:
         raise ValueError(f"Method '{method}' is not defined")

@@ -18,6 +18,7 @@ from ._elementwise import WHERE
 from ._graph import Traced
 from ._hooks import hook
 from ._prim import shape_of
+from ._scipy_splines import constant
 from ._sites import user_location
 from ._tracer import operand
 
@@ -25,7 +26,7 @@ __all__: list[str] = []
 
 
 def _array(a: Any) -> Any:
-    a = operand(a)
+    a = constant(operand(a))
     a = a if isinstance(a, Traced) else np.asarray(a)
     return a if a.dtype.kind in "fc" else a.astype(np.float64)
 

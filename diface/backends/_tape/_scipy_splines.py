@@ -34,6 +34,7 @@ __all__ = [
     "bspline_derivative",
     "bspline_eval",
     "colloc_band",
+    "constant",
     "cubic_spline_slopes",
     "hermite_coefficients",
     "is_traced",
@@ -41,6 +42,14 @@ __all__ = [
     "ppoly_antiderivative",
     "ppoly_eval",
 ]
+
+
+def constant(a: Any) -> Any:
+    """A traced array that no replay changes (an array f fills with constants, `np.array([...])` inside
+    f) as its plain value, which SciPy would have taken; anything else as it is."""
+    if isinstance(a, Traced) and not a._tape.slots[a._read()].variable:
+        return np.asarray(a._value())
+    return a
 
 
 def is_traced(*values: Any) -> bool:
