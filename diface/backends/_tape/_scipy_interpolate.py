@@ -46,6 +46,7 @@ from ._scipy_splines import (
     colloc_band,
     constant,
     cubic_spline_slopes,
+    folding,
     gather,
     hermite_coefficients,
     is_traced,
@@ -126,13 +127,31 @@ def _points(x: Any) -> tuple[Any, tuple]:
 
 
 # -- PPoly and the cubic interpolators ------------------------------------------------------------------------
-def _set_ppoly(obj: Any, c: Any, x: Any, extrapolate: Any, axis: int) -> Any:
-    obj._c, obj._x, obj.extrapolate, obj.axis, obj._asarray = c, x, extrapolate, axis, _keep
+def _field(obj: Any, name: str) -> str:
+    """The attribute holding `name` (SciPy 1.15 on: `_c` behind a property `c`; before: `c` itself)."""
+    return f"_{name}" if isinstance(getattr(type(obj), name, None), property) else name
+
+
+def _get(obj: Any, name: str) -> Any:
+    return getattr(obj, _field(obj, name), None)
+
+
+def _put(obj: Any, **values: Any) -> Any:
+    """Set SciPy's fields of `obj` (and its `_asarray`, where SciPy has one, to `_keep`)."""
+    for name, value in values.items():
+        setattr(obj, _field(obj, name), value)
+    if any(_field(obj, name) != name for name in values):
+        obj._asarray = _keep
     return obj
 
 
+def _set_ppoly(obj: Any, c: Any, x: Any, extrapolate: Any, axis: int) -> Any:
+    obj.extrapolate, obj.axis = extrapolate, axis
+    return _put(obj, c=c, x=x)
+
+
 def _traced_ppoly(obj: Any) -> bool:
-    return is_traced(getattr(obj, "_c", None), getattr(obj, "_x", None))
+    return is_traced(_get(obj, "c"), _get(obj, "x"))
 
 
 def _prepare(x: Any, y: Any, axis: int, name: str, dydx: Any = None) -> tuple:
@@ -296,7 +315,7 @@ def ppoly_init(kept: Any, self: Any, c: Any, x: Any, extrapolate: Any = None, ax
 
 
 def _ascending(obj: Any, name: str) -> None:
-    x = _values(obj._x)
+    x = _values(_get(obj, "x"))
     if x.shape[0] > 1 and x[-1] < x[0]:
         raise _refuse(name, "with breakpoints in decreasing order")
 
@@ -310,9 +329,9 @@ def ppoly_call(kept: Any, self: Any, x: Any, nu: int = 0, extrapolate: Any = Non
     if extrapolate is None:
         extrapolate = self.extrapolate
     xs, x_shape = _points(x)
-    c = self._c
+    c = _get(self, "c")
     k, m = shape_of(c)[:2]
-    out = ppoly_eval(np.reshape(c, (k, m, -1)), self._x, xs, nu, extrapolate)
+    out = ppoly_eval(np.reshape(c, (k, m, -1)), _get(self, "x"), xs, nu, extrapolate)
     return _finish(out, x_shape, shape_of(c)[2:], self.axis)
 
 
@@ -321,13 +340,13 @@ def ppoly_derivative(kept: Any, self: Any, nu: int = 1) -> Any:
         return kept(self, nu)
     if nu < 0:
         return ppoly_antiderivative_rule(None, self, -nu)
-    c = self._c
+    c = _get(self, "c")
     c2 = c if nu == 0 else c[:-nu]
     if shape_of(c2)[0] == 0:
         c2 = np.zeros((1, *shape_of(c2)[1:]), dtype=c2.dtype)
     factor = sys.modules["scipy.special"].poch(np.arange(shape_of(c2)[0], 0, -1), nu)
     c2 = np.multiply(c2, np.reshape(factor, (-1,) + (1,) * (len(shape_of(c2)) - 1)))
-    return _set_ppoly(object.__new__(type(self)), c2, self._x, self.extrapolate, self.axis)
+    return _set_ppoly(object.__new__(type(self)), c2, _get(self, "x"), self.extrapolate, self.axis)
 
 
 def ppoly_antiderivative_rule(kept: Any, self: Any, nu: int = 1) -> Any:
@@ -336,14 +355,14 @@ def ppoly_antiderivative_rule(kept: Any, self: Any, nu: int = 1) -> Any:
     if nu <= 0:
         return ppoly_derivative(None, self, -nu)
     _ascending(self, f"{type(self).__name__}.antiderivative")
-    c = self._c
+    c = _get(self, "c")
     k, m = shape_of(c)[:2]
     c3 = np.reshape(c, (k, m, -1))
     for _ in range(nu):
-        c3 = ppoly_antiderivative(c3, self._x)
+        c3 = ppoly_antiderivative(c3, _get(self, "x"))
     extrapolate = False if self.extrapolate == "periodic" else self.extrapolate
     c2 = np.reshape(c3, (k + nu, m, *shape_of(c)[2:]))
-    return _set_ppoly(object.__new__(type(self)), c2, self._x, extrapolate, self.axis)
+    return _set_ppoly(object.__new__(type(self)), c2, _get(self, "x"), extrapolate, self.axis)
 
 
 def _ends(a: Any, b: Any) -> Any:
@@ -356,7 +375,7 @@ def ppoly_integrate(kept: Any, self: Any, a: Any, b: Any, extrapolate: Any = Non
     _ascending(self, f"{type(self).__name__}.integrate")
     if extrapolate is None:
         extrapolate = self.extrapolate
-    c, x = self._c, self._x
+    c, x = _get(self, "c"), _get(self, "x")
     k, m = shape_of(c)[:2]
     anti = ppoly_antiderivative(np.reshape(c, (k, m, -1)), x)
     ends = _ends(a, b)
@@ -385,7 +404,7 @@ def ppoly_extend(kept: Any, self: Any, c: Any, x: Any, *args: Any) -> Any:
 
 def ppoly_from_spline(kept: Any, cls: Any, tck: Any, extrapolate: Any = None) -> Any:
     if isinstance(tck, _si().BSpline):
-        t, c, k = tck._t, tck._c, tck.k
+        t, c, k = _get(tck, "t"), _get(tck, "c"), tck.k
         if extrapolate is None:
             extrapolate = tck.extrapolate
     else:
@@ -406,8 +425,8 @@ def ppoly_from_spline(kept: Any, cls: Any, tck: Any, extrapolate: Any = None) ->
 
 # -- B-splines ----------------------------------------------------------------------------------------------
 def _set_bspline(obj: Any, t: np.ndarray, c: Any, k: int, extrapolate: Any, axis: int) -> Any:
-    obj._t, obj._c, obj.k, obj.extrapolate, obj.axis, obj._asarray = t, c, k, extrapolate, axis, _keep
-    return obj
+    obj.k, obj.extrapolate, obj.axis = k, extrapolate, axis
+    return _put(obj, t=t, c=c)
 
 
 def _plain_knots(t: Any, name: str) -> np.ndarray:
@@ -449,7 +468,7 @@ def bspline_init(kept: Any, self: Any, t: Any, c: Any, k: Any, extrapolate: Any 
 
 
 def _traced_bspline(obj: Any) -> bool:
-    return is_traced(getattr(obj, "_c", None))
+    return is_traced(_get(obj, "c"))
 
 
 def _check_ends(t: np.ndarray, k: int, name: str) -> None:
@@ -462,12 +481,12 @@ def _check_ends(t: np.ndarray, k: int, name: str) -> None:
 def bspline_call(kept: Any, self: Any, x: Any, nu: int = 0, extrapolate: Any = None) -> Any:
     if not (_traced_bspline(self) or holds_traced(x)):
         return kept(self, x, nu, extrapolate)
-    _check_ends(self._t, self.k, "BSpline.__call__")
+    _check_ends(_get(self, "t"), self.k, "BSpline.__call__")
     if extrapolate is None:
         extrapolate = self.extrapolate
     xs, x_shape = _points(x)
-    c = self._c
-    out = bspline_eval(self._t, np.reshape(c, (shape_of(c)[0], -1)), self.k, xs, nu, extrapolate)
+    c = _get(self, "c")
+    out = bspline_eval(_get(self, "t"), np.reshape(c, (shape_of(c)[0], -1)), self.k, xs, nu, extrapolate)
     return _finish(out, x_shape, shape_of(c)[1:], self.axis)
 
 
@@ -483,7 +502,7 @@ def bspline_derivative_rule(kept: Any, self: Any, nu: int = 1) -> Any:
         return bspline_antiderivative_rule(None, self, -nu)
     if nu > self.k:
         raise ValueError(f"Order of derivative (n = {nu!r}) must be <= order of spline (k = {self.k!r})")
-    t, c, k = bspline_derivative(self._t, _padded(self._t, self._c), self.k, nu)
+    t, c, k = bspline_derivative(_get(self, "t"), _padded(_get(self, "t"), _get(self, "c")), self.k, nu)
     return _set_bspline(object.__new__(type(self)), t, c, k, self.extrapolate, self.axis)
 
 
@@ -492,7 +511,7 @@ def bspline_antiderivative_rule(kept: Any, self: Any, nu: int = 1) -> Any:
         return kept(self, nu)
     if nu < 0:
         return bspline_derivative_rule(None, self, -nu)
-    t, c, k = bspline_antiderivative(self._t, _padded(self._t, self._c), self.k, nu)
+    t, c, k = bspline_antiderivative(_get(self, "t"), _padded(_get(self, "t"), _get(self, "c")), self.k, nu)
     extrapolate = False if self.extrapolate == "periodic" else self.extrapolate
     return _set_bspline(object.__new__(type(self)), t, c, k, extrapolate, self.axis)
 
@@ -522,7 +541,7 @@ def bspline_integrate(kept: Any, self: Any, a: Any, b: Any, extrapolate: Any = N
         return kept(self, a, b, extrapolate)
     if extrapolate is None:
         extrapolate = self.extrapolate
-    return _spline_integral(self._t, self._c, self.k, a, b, extrapolate)
+    return _spline_integral(_get(self, "t"), _get(self, "c"), self.k, a, b, extrapolate)
 
 
 def make_interp_spline(
@@ -577,10 +596,8 @@ def make_interp_spline(
             raise ValueError("Too much info for k=1: bc_type can only be None.")
         return _set_bspline(object.__new__(bspline), np.r_[x[0], x, x[-1]], y, 1, True, axis)
     k = operator.index(k)
-    module = sys.modules["scipy.interpolate._bsplines"]
     if t is None:
-        t = module._not_a_knot(x, k) if deriv_l is None and deriv_r is None else module._augknt(x, k)
-        t = np.ascontiguousarray(t, dtype=np.float64)
+        t = _not_a_knot(x, k) if deriv_l is None and deriv_r is None else np.r_[(x[0],) * k, x, (x[-1],) * k]
     if k < 0:
         raise ValueError("Expect non-negative k.")
     if t.ndim != 1 or np.any(t[1:] < t[:-1]):
@@ -606,6 +623,15 @@ def make_interp_spline(
     rhs = np.concatenate([np.reshape(v, (-1, width)) for v in (*left_vals, y, *right_vals)], axis=0)
     c = BANDED_SOLVE(colloc_band(x, t, k, left, right), rhs, lower=k, upper=k)
     return _set_bspline(object.__new__(bspline), t, np.reshape(c, (nt, *trail)), k, True, axis)
+
+
+def _not_a_knot(x: np.ndarray, k: int) -> np.ndarray:
+    """make_interp_spline's knots for the not-a-knot condition (SciPy's `_not_a_knot`)."""
+    if k % 2 == 1:
+        k2, t = (k + 1) // 2, x.copy()
+    else:
+        k2, t = k // 2, (x[1:] + x[:-1]) / 2
+    return np.r_[(x[0],) * (k + 1), t[k2:-k2], (x[-1],) * (k + 1)]
 
 
 def _derivatives(deriv: Any, trail: tuple) -> tuple[list, list]:
@@ -680,7 +706,7 @@ def _parametric(c: Any) -> bool:
 
 def splev(kept: Any, x: Any, tck: Any, der: int = 0, ext: int = 0) -> Any:
     if isinstance(tck, _si().BSpline):
-        if len(shape_of(tck._c)) > 1:
+        if len(shape_of(_get(tck, "c"))) > 1:
             raise ValueError(
                 "Calling splev() with BSpline objects with c.ndim > 1 is not allowed. Use BSpline.__call__(x) instead."
             )
@@ -903,20 +929,33 @@ def rgi_init(
         raise _refuse("RegularGridInterpolator", f"(method '{method}') with traced values")
     if solver is not None or solver_args:
         raise ValueError(f"{method =} does not accept the 'solver' argument.")
-    module = sys.modules["scipy.interpolate._rgi"]
     values = _array(values)
     if values.dtype.kind not in "fc":
         values = values.astype(np.float64)
-    self._asarray = _keep
     self.method = method
     self._spline = None
     self.bounds_error = bounds_error
-    self._grid, self._descending_dimensions = module._check_points(points)
-    module._check_dimensionality(self._grid, values)
+    grid, descending = [], []
+    for i, p in enumerate(points):  # SciPy's _check_points: each axis ascending (or descending: flipped)
+        p = np.asarray(p, dtype=float)
+        if not np.all(p[1:] > p[:-1]):
+            if not np.all(p[1:] < p[:-1]):
+                raise ValueError(f"The points in dimension {i} must be strictly ascending or descending")
+            descending.append(i)
+            p = np.flip(p)
+        grid.append(np.ascontiguousarray(p))
+    if len(grid) > len(shape_of(values)):
+        raise ValueError(f"There are {len(grid)} point arrays, but values has {len(shape_of(values))} dimensions")
+    for i, p in enumerate(grid):
+        if p.ndim != 1:
+            raise ValueError(f"The points in dimension {i} must be 1-dimensional")
+        if shape_of(values)[i] != len(p):
+            raise ValueError(f"There are {len(p)} points and {shape_of(values)[i]} values in dimension {i}")
+    self._descending_dimensions = tuple(descending)
     self.fill_value = self._check_fill_value(values, fill_value)
-    if self._descending_dimensions:
-        values = np.flip(values, axis=self._descending_dimensions)
-    self._values = values
+    if descending:
+        values = np.flip(values, axis=tuple(descending))
+    _put(self, grid=tuple(grid), values=values)
 
 
 def _grid_points(xi: Any, ndim: int) -> Any:
@@ -932,17 +971,17 @@ def _grid_points(xi: Any, ndim: int) -> Any:
     return xi
 
 
-def rgi_call(kept: Any, self: Any, xi: Any, method: Any = None, *, nu: Any = None) -> Any:
-    if not (is_traced(getattr(self, "_values", None)) or holds_traced(xi)):
-        return kept(self, xi, method, nu=nu)
+def rgi_call(kept: Any, self: Any, xi: Any, method: Any = None, **kwargs: Any) -> Any:
+    if not (is_traced(_get(self, "values")) or holds_traced(xi)):
+        return kept(self, xi, method, **kwargs)
     method = self.method if method is None else method
     if method not in self._ALL_METHODS:
         raise ValueError(f"Method '{method}' is not defined")
     if method not in ("linear", "nearest"):
         raise _refuse("RegularGridInterpolator.__call__", f"(method '{method}') at traced points or on traced values")
-    if nu is not None:
-        raise ValueError(f"Can only compute derivatives for methods {self._SPLINE_METHODS_ndbspl}, got {method =}.")
-    grid, values = self._grid, self._values
+    if kwargs.get("nu") is not None:
+        raise ValueError(f"Can only compute derivatives for spline methods, got {method =}.")
+    grid, values = _get(self, "grid"), _get(self, "values")
     ndim = len(grid)
     xi = _grid_points(xi, ndim)
     if shape_of(xi)[-1] != ndim:
@@ -1065,4 +1104,4 @@ for _path, _rule, _always in (
     ("RegularGridInterpolator.__call__", rgi_call, True),
     ("interpn", interpn, False),
 ):
-    hook(_M, _path, always=_always)(lambda rule=_rule: rule)
+    hook(_M, _path, always=_always)(lambda rule=_rule, always=_always: folding(rule, always))

@@ -18,7 +18,7 @@ from ._elementwise import WHERE
 from ._graph import Traced
 from ._hooks import hook
 from ._prim import shape_of
-from ._scipy_splines import constant
+from ._scipy_splines import constant, folding
 from ._sites import user_location
 from ._tracer import operand
 
@@ -284,4 +284,4 @@ for _name, _rule in (
     ("cumulative_trapezoid", cumulative_trapezoid),
     ("cumulative_simpson", cumulative_simpson),
 ):
-    hook("scipy.integrate", _name)(lambda rule=_rule: rule)
+    hook("scipy.integrate", _name)(lambda rule=_rule: folding(rule, False))

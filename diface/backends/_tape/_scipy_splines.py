@@ -18,6 +18,7 @@ plain arrays as well (and then computes plain arrays, recording nothing).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from ._banded import BANDED_SOLVE
 from ._elementwise import WHERE
 from ._graph import Traced
 from ._np_common import literal_like
+from ._objects import holds_traced
 from ._prim import shape_of
 
 __all__ = [
@@ -35,6 +37,8 @@ __all__ = [
     "bspline_eval",
     "colloc_band",
     "constant",
+    "fold",
+    "folding",
     "cubic_spline_slopes",
     "hermite_coefficients",
     "is_traced",
@@ -50,6 +54,30 @@ def constant(a: Any) -> Any:
     if isinstance(a, Traced) and not a._tape.slots[a._read()].variable:
         return np.asarray(a._value())
     return a
+
+
+def fold(a: Any) -> Any:
+    """`constant` through lists and tuples (a tck, a bc_type)."""
+    if isinstance(a, Traced):
+        return constant(a)
+    if isinstance(a, (list, tuple)) and holds_traced(a):
+        folded = [fold(v) for v in a]
+        return folded if isinstance(a, list) else tuple(folded)
+    return a
+
+
+def folding(rule: Callable, always: bool) -> Callable:
+    """A hook's rule that first takes constant traced arguments as plain values; for a rule that runs
+    only on traced arguments (`always` False), SciPy's own function where none remains."""
+
+    def run(kept: Any, *args: Any, **kwargs: Any) -> Any:
+        args = tuple(fold(a) for a in args)
+        kwargs = {k: fold(v) for k, v in kwargs.items()}
+        if not always and not (holds_traced(args) or holds_traced(list(kwargs.values()))):
+            return kept(*args, **kwargs)
+        return rule(kept, *args, **kwargs)
+
+    return run
 
 
 def is_traced(*values: Any) -> bool:
