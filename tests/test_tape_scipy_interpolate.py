@@ -215,10 +215,10 @@ def test_constant_knots_made_inside_f():
     want = lambda z: np.diag(spi.splev(z, (np.array(knots), coefs, 2), der=1))
     check(f, np.array([0.1, 0.6]), np.array([0.45, 0.9]), want)
     # data made inside f: SciPy's own functions where no traced value remains, refusals included
-    smooth = lambda z: spi.splev(z, spi.splrep(np.array(knots), np.array(coefs), s=0.01))
+    smooth = lambda z: spi.splev(z, spi.splrep(np.linspace(0.0, 1.0, 9), np.array(coefs), s=0.01))
     grid = lambda: spi.RegularGridInterpolator((np.array(knots[2:7]),) * 2, np.eye(5), method="cubic")
     g = lambda z: smooth(z) + grid()([[0.3, 0.4]])[0] + si.simpson(np.array([1.0, 2.0, 4.0]))
-    h = lambda z: np.diag(spi.splev(z, spi.splrep(np.array(knots), np.array(coefs), s=0.01), der=1))
+    h = lambda z: np.diag(spi.splev(z, spi.splrep(np.linspace(0.0, 1.0, 9), np.array(coefs), s=0.01), der=1))
     check(g, np.array([0.1, 0.6]), np.array([0.45, 0.9]), h)
 
 
