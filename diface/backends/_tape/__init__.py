@@ -10,7 +10,7 @@ imports another inside a function), checked by tests/test_tape_layers.py.
    clip) with `_partials` (the ufuncs' partial derivatives), `_special` (the scipy.special
    ufuncs') and `_special_params` (their parameter derivatives without a closed form: primitives of
    their own), `_structure` (shapes, indexing, assignment), `_reduce`, `_scan` (cumprod), `_contract`
-   (matmul, einsum), `_convolve`, `_linalg` (inv, solve, det), `_decomp` (eigh, eig, svd, qr,
+   (matmul, einsum), `_convolve`, `_linalg` (inv, solve, det), `_banded` (solve_banded), `_decomp` (eigh, eig, svd, qr,
    cholesky, pinv), `_guards` (branches taken while recording), `_objects` (traced values inside NumPy
    object arrays);
 3. the tracer: `_tracer`, the traced array NumPy dispatches to (its Python operators: `_operators`);
@@ -20,7 +20,8 @@ imports another inside a function), checked by tests/test_tape_layers.py.
    order statistics, cov), `_np_linalg_extra` (lstsq, matrix_power, ...), `_np_assorted`), `_numpy`;
    `_hooks`: SciPy's (and a few of NumPy's) Python-level functions made to dispatch to the tape, with
    their rules in `_scipy`, `_scipy_stats` (with the distributions in `_stats_laws`), `_scipy_linalg`
-   (scipy.linalg, with its primitives), `_np_arrange`, `_np_poly` and `_np_vectorize`; `_scipy_roots`,
+   (scipy.linalg, with its primitives), `_scipy_interpolate` (on `_scipy_splines`' kernels),
+   `_scipy_quadrature` (sampled rules), `_np_arrange`, `_np_poly` and `_np_vectorize`; `_scipy_roots`,
    `_quadrature` and `_odes`: SciPy's root finders and minimizers, quad/quad_vec and solve_ivp, whose
    callbacks are recorded as sub-tapes (`_callbacks`) and whose results are `_implicit` roots,
    quadratures and ODE solutions (and `_scipy_solvers`: the other solvers and integrators, whose

@@ -77,7 +77,9 @@ def observe(kind: str, v: Any) -> Any:
         return float(v)
     if kind == "int":
         return int(v)
-    if kind in ("count", "equality"):  # "equality": the points where a branch's equality holds
+    if kind in ("count", "equality", "check"):
+        # "equality": the points where a branch's equality holds; "check": the points failing a check
+        # SciPy's code makes and raises on (none when recorded), such as points within an interpolant's bounds
         return int(np.count_nonzero(v))
     if kind == "values":
         return values_key(v)

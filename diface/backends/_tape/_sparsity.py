@@ -24,7 +24,7 @@ Covered, every primitive of the tape:
   convolutions: first order exact, pairs only between operands that meet in a term;
 - complex values and Fourier transforms (`_sparsity_spectral`): conj, real, imag linear, abs and
   angle nonlinear elementwise; fft, ifft, rfft, irfft each output on its line along the axes;
-- linear algebra (inv, solve, det, slogdet, pinv, eigh, eig, svd, qr, cholesky): every output element
+- linear algebra (inv, solve, solve_banded, det, slogdet, pinv, eigh, eig, svd, qr, cholesky): every output element
   of a matrix on every input element of that matrix (the matrices of a stack kept apart), nonlinear.
 
 Indices computed from x or from a context (argmax, argsort, a Constant's values) make every position
@@ -42,6 +42,7 @@ import numpy as np
 
 from ..._errors import NotSupportedError
 from ..._sparsity import Deps, Nonlinearity
+from ._banded import BANDED_SOLVE
 from ._contract import EINSUM, MATMUL
 from ._convolve import CONVOLVE
 from ._decomp import PINV, _Part
@@ -136,7 +137,8 @@ class _Run:
         for k, node in enumerate(self.tape.nodes):
             if node.output != GUARD_OUTPUT:
                 self.env[node.output] = self.step(node)
-            elif node.params.get("kind") != "equality":  # (an equality's branches: where's union holds)
+            elif node.params.get("kind") not in ("equality", "check"):
+                # (an equality's branches: where's union holds; a check that raises where it fails decides nothing)
                 raise _guard_error(node)
             for s in node.inputs:
                 if last.get(s) == k:
@@ -439,6 +441,7 @@ _RULES: dict[Any, Callable] = {
     CONVOLVE: _convolve,
     INV: _per_matrix,
     SOLVE: _per_matrix,
+    BANDED_SOLVE: _per_matrix,
     DET: _per_matrix,
     LOGABSDET: _per_matrix,
     PINV: _per_matrix,

@@ -259,7 +259,7 @@ class TapeArray(Traced, Operators):
             self._tape.add_guard(GUARD, slot, {"kind": kind, "expected": outcome, "what": what, "where": where})
 
     def observe(self, kind: str, what: str, where: str) -> Any:
-        if kind in ("count", "equality", "values"):
+        if kind in ("count", "equality", "check", "values"):
             outcome = values_key(self._value()) if kind == "values" else int(np.count_nonzero(self._value()))
             self._guard(kind, outcome, what, where)
             return outcome
