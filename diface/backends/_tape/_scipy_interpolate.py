@@ -847,7 +847,18 @@ def interp1d_init(
         self._fill_value_orig = fill_value
     else:
         self.fill_value = fill_value  # SciPy's setter (shapes only)
-    self._call = None
+    self._call = getattr(type(self), _scipy_call(self, kind, extrapolate))
+
+
+def _scipy_call(self: Any, kind: str, extrapolate: bool) -> str:
+    """The name of interp1d's evaluation method SciPy chooses for the kind."""
+    if kind == "linear":
+        plain = (np.dtype(np.float64), np.dtype(int))
+        simple = self.x.dtype in plain and self.y.dtype in plain and len(shape_of(self.y)) == 1
+        return "_call_linear_np" if simple and not extrapolate else "_call_linear"
+    if kind in ("nearest", "nearest-up"):
+        return "_call_nearest"
+    return "_call_previousnext" if kind in ("previous", "next") else "_call_spline"
 
 
 def _broadcast_up_to(a: Any, target: tuple) -> Any:
@@ -861,26 +872,28 @@ def _broadcast_up_to(a: Any, target: tuple) -> Any:
 
 
 def _interp1d_values(self: Any, xs: Any) -> Any:
-    """interp1d's `_call` for each kind: values `(p, t)` at the flat points."""
-    kind, x, y = self._kind, self.x, self._y
+    """interp1d's `_call` (the method SciPy chose) on the tape: values `(p, t)` at the flat points."""
+    call, x, y = getattr(self._call, "__name__", ""), self.x, self._y
     n = shape_of(x)[0]
-    if kind == "linear":
-        plain = (np.dtype(np.float64), np.dtype(int))
-        simple = x.dtype in plain and self.y.dtype in plain and len(shape_of(self.y)) == 1
-        if simple and not self._extrapolate:  # SciPy delegates to np.interp here
-            return np.reshape(np.interp(xs, x, np.reshape(y, (-1,))), (-1, 1))
+    if call == "_call_linear_np":  # SciPy delegates to np.interp
+        return np.reshape(np.interp(xs, x, np.reshape(y, (-1,))), (-1, 1))
+    if call == "_call_linear":
         hi = np.clip(np.searchsorted(x, xs), 1, n - 1)
         lo = np.subtract(hi, 1)
         x_lo, x_hi = gather(x, lo), gather(x, hi)
         y_lo, y_hi = gather(y, lo), gather(y, hi)
         slope = np.divide(np.subtract(y_hi, y_lo), np.reshape(np.subtract(x_hi, x_lo), (-1, 1)))
         return np.add(np.multiply(slope, np.reshape(np.subtract(xs, x_lo), (-1, 1))), y_lo)
-    if kind in ("nearest", "nearest-up"):
+    if call == "_call_nearest":
         return gather(y, np.clip(np.searchsorted(self.x_bds, xs, side=self._side), 0, n - 1))
-    if kind in ("previous", "next"):
+    if call == "_call_previousnext":
         idx = np.clip(np.searchsorted(self._x_shift, xs, side=self._side), 1 - self._ind, n - self._ind)
         return gather(y, np.add(idx, self._ind - 1))
-    return self._spline(xs)
+    if call == "_call_spline":
+        return self._spline(xs)
+    if call == "_call_nan_spline":  # data with NaN: NaN everywhere, as SciPy gives
+        return np.multiply(self._spline(xs), np.nan)
+    raise _refuse("interp1d.__call__", f"here (an evaluation method {call!r} the tape does not know)")
 
 
 def interp1d_call(kept: Any, self: Any, x: Any) -> Any:
