@@ -19,11 +19,11 @@ imports another inside a function), checked by tests/test_tape_layers.py.
    order statistics, cov), `_np_linalg_extra` (lstsq, matrix_power, ...), `_np_assorted`), `_numpy`;
    `_hooks`: SciPy's (and a few of NumPy's) Python-level functions made to dispatch to the tape, with
    their rules in `_scipy`, `_scipy_stats`, `_scipy_interpolate` (on `_scipy_splines`' kernels),
-   `_scipy_quadrature`, `_np_arrange`, `_np_poly` and `_np_vectorize` (and
-   `_scipy_solvers`: SciPy's solvers and integrators, whose callbacks may not compute with traced
-   values); `_intercept`: NumPy's conversions and creation functions and the `math` module while f is
-   recorded (conversions of traced values stay traced, arrays f creates are buffers it may write traced
-   values into, math functions record);
+   `_scipy_tables` (interp1d, RegularGridInterpolator), `_scipy_quadrature`, `_np_arrange`,
+   `_np_poly` and `_np_vectorize` (and `_scipy_solvers`: SciPy's solvers and integrators, whose
+   callbacks may not compute with traced values); `_intercept`: NumPy's conversions and creation
+   functions and the `math` module while f is recorded (conversions of traced values stay traced,
+   arrays f creates are buffers it may write traced values into, math functions record);
 5. recording and compiling: `_record` (tracing f with its contexts), `_interpret` (running a tape on
    any values, and so recording its sweeps), `_compile` (the prepared forward replay and reverse
    sweep over planned buffers), `_tangent` (the forward-mode sweep, symbolic in batches), `_seeds`

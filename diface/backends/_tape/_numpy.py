@@ -36,6 +36,7 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _scipy_quadrature,
     _scipy_solvers,
     _scipy_stats,
+    _scipy_tables,
 )
 from ._complex import complex_ufunc
 from ._contract import MATMUL
