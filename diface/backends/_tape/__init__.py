@@ -21,7 +21,8 @@ imports another inside a function), checked by tests/test_tape_layers.py.
    `_hooks`: SciPy's (and a few of NumPy's) Python-level functions made to dispatch to the tape, with
    their rules in `_scipy`, `_scipy_stats` (with the distributions in `_stats_laws`), `_scipy_linalg`
    (scipy.linalg, with its primitives), `_scipy_interpolate` (on `_scipy_splines`' kernels),
-   `_scipy_quadrature` (sampled rules), `_np_arrange`, `_np_poly` and `_np_vectorize`; `_scipy_roots`,
+   `_scipy_tables` (interp1d, RegularGridInterpolator), `_scipy_samples` (integration rules on samples:
+   trapezoid, simpson, romb), `_np_arrange`, `_np_poly` and `_np_vectorize`; `_scipy_roots`,
    `_quadrature` and `_odes`: SciPy's root finders and minimizers, quad/quad_vec and solve_ivp, whose
    callbacks are recorded as sub-tapes (`_callbacks`) and whose results are `_implicit` roots,
    quadratures and ODE solutions (and `_scipy_solvers`: the other solvers and integrators, whose

@@ -36,10 +36,11 @@ from . import (  # noqa: F401 - they register their handlers (and _hooks' rules)
     _scipy,
     _scipy_interpolate,
     _scipy_linalg,
-    _scipy_quadrature,
     _scipy_roots,
+    _scipy_samples,
     _scipy_solvers,
     _scipy_stats,
+    _scipy_tables,
     _special_params,
 )
 from ._complex import complex_ufunc

@@ -14,7 +14,8 @@ value (order 0) is the replay's, without a batch axis.
   at the replayed values, to all rows at once;
 - bilinear ones (multiply, matmul, einsum, convolve of two traced operands) add the Cauchy cross terms
   Σᵢ P(aᵢ, bₖ₋ᵢ) (0 < i < k) to that;
-- `inv` and `solve` of one square matrix: A(t) X(t) = C(t) gives Xₖ = A₀⁻¹ (Cₖ - Σⱼ Aⱼ Xₖ₋ⱼ);
+- `inv` and `solve` of one square matrix: A(t) X(t) = C(t) gives Xₖ = A₀⁻¹ (Cₖ - Σⱼ Aⱼ Xₖ₋ⱼ); the
+  banded solve of a constant matrix (a spline's system) is linear;
 - elementwise functions (exp, log, sin, tanh, sqrt, power, divide, ...) follow the standard
   recurrences of Taylor arithmetic, written with one product `Algebra.mul`: in collapsed mode the
   product of two first coefficients is summed over the directions, so that the same recurrences give
@@ -40,6 +41,7 @@ import numpy as np
 
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
+from ._banded import BANDED_SOLVE
 from ._contract import EINSUM, MATMUL
 from ._convolve import CONVOLVE, convolve_full
 from ._elementwise import CLIP, UFUNC_PRIMS, WHERE, Ufunc, has_nan, quiet, strong_multiply
@@ -607,6 +609,8 @@ def _kind(prim: Any, traced: list, node: Any, slots: list) -> tuple[str, Any] | 
         square = len(shapes[0]) == 2 and shapes[0][0] == shapes[0][1]
         return ("linalg", None) if square and (prim is INV or len(shapes[1]) in (1, 2)) else None
     if key in _LINEAR_PRIMS:
+        return "linear", None
+    if prim is BANDED_SOLVE and traced == [1]:  # a spline's system with constant breakpoints: linear
         return "linear", None
     if key == _DIVIDE and traced == [0]:
         return "linear", None
