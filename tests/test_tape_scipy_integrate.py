@@ -1,5 +1,5 @@
 """SciPy's integrators inside f on AutoTape: quad and quad_vec by the Leibniz rule (the derivative
-integrals computed by the same routine), solve_ivp by forward sensitivities. References are exact: the
+integrals computed by the same routine), solve_ivp by forward sensitivities and the adjoint ODE. References are exact: the
 same integral by a 60-point Gauss-Legendre rule on the tape, or the ODE's closed-form solution."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def ode_exact(p):  # y1 = exp(-c t), y0' = -a y0 + c y1
     return b * np.exp(-1.5 * a) + c * (np.exp(-1.5 * c) - np.exp(-1.5 * a)) / (a - c)
 
 
-def test_solve_ivp_by_forward_sensitivities():
+def test_solve_ivp_by_forward_sensitivities_and_the_adjoint():
     exact = di.gradient(ode_exact, REVERSE, X1)
     prep = di.prepare_gradient(ode_f, REVERSE, X0)
     for _ in range(2):

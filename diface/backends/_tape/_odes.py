@@ -8,15 +8,17 @@ tolerances. A tangent (dc, dy0) is carried by the tangent ODE solved beside the 
 
     S' = df/dy S + df/dc dc,   S(t0) = dy0,
 
-one augmented system for a batch of tangents, to the solver's tolerance; reverse mode forms the
-sensitivities of the input it is asked about the same way (one tangent per element of that input) and
-contracts them with the cotangent. Without `t_eval`, the output times are those of the recording, and a
-prepared call returns the solution at those times. Events, dense output and second order are refused.
+one augmented system for a batch of tangents, to the solver's tolerance. Reverse mode solves the adjoint
+ODE backwards, l' = -(df/dy)^T l with l jumping by the cotangent at each output time, beside
+m' = -(df/dc)^T l, on the state's dense output: one backward solve for any number of parameters.
+Without `t_eval`, the output times are those of the recording, and a prepared call returns the
+solution at those times. Events, dense output and second order are refused.
 """
 
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -32,8 +34,49 @@ from ._tracer import TapeArray, operand
 
 __all__ = ["OdeSolution"]
 
-#: solve(rhs, y0, tangents) -> the states at the output times, (state size * (1 + tangents), times)
-Integrate = Callable[[Callable, np.ndarray, int], np.ndarray]
+
+class Integrator:
+    """The user's solve_ivp call, made again on other right-hand sides (a replay's, the tangent and
+    adjoint systems'), with the same method and options."""
+
+    def __init__(
+        self, original: Callable, label: str, where: str, t_span: Any, times: np.ndarray, method: Any, options: dict
+    ) -> None:
+        self.original = original
+        self.label = label
+        self.where = where
+        self.t0 = float(t_span[0])
+        self.t_span = t_span
+        self.times = times
+        self.method = method
+        self.rtol = options.get("rtol", 1e-3)
+        self.atol = options.get("atol", 1e-6)
+        self.rest = {p: v for p, v in options.items() if p not in ("rtol", "atol")}
+
+    def _run(self, f: Callable, t_span: Any, w0: np.ndarray, atol: Any, **extra: Any) -> Any:
+        r = self.original(f, t_span, w0, method=self.method, rtol=self.rtol, atol=atol, **self.rest, **extra)
+        if r.status != 0:
+            raise ConvergenceError(f"{self.label} failed (called at {self.where}): {r.message}")
+        return r
+
+    def at_times(self, f: Callable, w0: np.ndarray, copies: int) -> np.ndarray:
+        """The states at the output times of w' = f(t, w), w holding `copies` stacked systems."""
+        atol = np.tile(self.atol, copies) if np.ndim(self.atol) else self.atol
+        r = self._run(f, self.t_span, w0, atol, t_eval=self.times)
+        if r.y.shape[1] != self.times.size:
+            raise ConvergenceError(f"{self.label} failed (called at {self.where}): {r.message}")
+        return np.asarray(r.y)
+
+    def dense(self, f: Callable, y0: np.ndarray) -> Callable:
+        """The solution of y' = f(t, y) as a function of t (SciPy's dense output)."""
+        end = float(self.times[-1]) if self.times.size else self.t0
+        return self._run(f, (self.t0, end), y0, self.atol, dense_output=True).sol
+
+    def between(self, f: Callable, w: np.ndarray, start: float, stop: float) -> np.ndarray:
+        """w at `stop` for w' = f(t, w) from w at `start` (the adjoint system, backwards in time)."""
+        if start == stop:
+            return w
+        return np.asarray(self._run(f, (start, stop), w, float(np.min(self.atol))).y[:, -1])
 
 
 class OdeSolution(Prim):
@@ -42,9 +85,9 @@ class OdeSolution(Prim):
 
     dense_pattern = True
 
-    def __init__(self, rhs: SubTape, integrate: Integrate, label: str, where: str, y0: Any) -> None:
+    def __init__(self, rhs: SubTape, integrator: Integrator, label: str, where: str, y0: Any) -> None:
         self.rhs = rhs
-        self.integrate = integrate
+        self.integrator = integrator
         self.name = label
         self.where = where
         self.k = len(rhs.outer)
@@ -68,7 +111,7 @@ class OdeSolution(Prim):
         def fun(t: float, y: np.ndarray) -> np.ndarray:
             return rhs.evaluate(np.concatenate(([t], y)), caps)
 
-        return into(out, self.integrate(fun, self._start(ins), 0))
+        return into(out, self.integrator.at_times(fun, self._start(ins), 1))
 
     def _refuse_traced(self, values: tuple) -> None:
         if any(isinstance(v, Traced) for v in values):
@@ -99,7 +142,7 @@ class OdeSolution(Prim):
             return np.concatenate(parts)
 
         w0 = np.concatenate([y0, *(np.zeros(n) if s is None else np.reshape(s, (n,)) for s in start)])
-        w = self.integrate(fun, w0, count)
+        w = self.integrator.at_times(fun, w0, 1 + count)
         return np.stack([w[n * (j + 1) : n * (j + 2)] for j in range(count)])
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None) -> Any:
@@ -117,18 +160,74 @@ class OdeSolution(Prim):
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:
         self._refuse_traced((*ins, g))
-        target = shape_of(ins[i])
-        m = int(np.prod(target, dtype=np.int64))
-        basis = np.eye(m).reshape((m, *target))
-        if i < self.k:
-            tangents = [[basis[e] if c == i else None for c in range(self.k)] for e in range(m)]
-            start: list = [None] * m
+        if b == 0:
+            r = self._adjoint(ins, g)[i]
         else:
-            tangents, start = [[None] * self.k for _ in range(m)], list(basis)
-        jac = self._sensitivities(ins, tangents, start)  # (m, n, times)
-        axes = tuple(range(b, b + len(shape_of(y))))
-        flat = np.tensordot(g, jac, axes=(axes, tuple(range(1, 1 + len(axes)))))
-        return into(out, np.reshape(flat, shape_of(g)[:b] + target))
+            r = np.stack([self._adjoint(ins, g[j])[i] for j in range(shape_of(g)[0])])
+        return into(out, r)
+
+    def _adjoint(self, ins: tuple, g: Any) -> list:
+        """The cotangents of every input for the output cotangent g (state size, times): the adjoint ODE
+        l' = -(df/dy)^T l, with l jumping by g's column at each output time, solved backwards beside
+        m' = -(df/dc)^T l; then cbar = m(t0), y0bar = l(t0). The reverse sweep asks for one input at a
+        time: the last solve is kept (by value) for the next input."""
+        key = (tuple(np.array(v) for v in ins), np.array(g))
+        memo = getattr(_LAST, "adjoint", None)
+        if memo is not None and memo[0] is self and _same(memo[1], key):
+            return memo[2]
+        caps, _ = self._split(ins)
+        rhs, integrator = self.rhs, self.integrator
+        y0 = self._start(ins)
+        n = y0.size
+        x = rhs.tape.x
+        own = [s for _, s in rhs.tape.captures]
+        sizes = [int(np.prod(shape_of(c), dtype=np.int64)) for c in caps]
+
+        def fun(t: float, y: np.ndarray) -> np.ndarray:
+            return rhs.evaluate(np.concatenate(([t], y)), caps)
+
+        state = integrator.dense(fun, y0)
+
+        def adjoint(t: float, w: np.ndarray) -> np.ndarray:
+            env = rhs.env(np.concatenate(([t], state(t))), caps)
+            rhs.run(env)
+            cots = rhs.cotangents(env, w[:n])
+            parts = [-_flat(cots.get(x), n + 1)[1:]]
+            parts += [-_flat(cots.get(s), size) for s, size in zip(own, sizes)]
+            return np.concatenate(parts)
+
+        g = np.asarray(g, dtype=np.float64)
+        times = integrator.times
+        w = np.zeros(n + sum(sizes))
+        now = float(times[-1]) if times.size else integrator.t0
+        for k in range(times.size - 1, -1, -1):
+            w = integrator.between(adjoint, w, now, float(times[k]))
+            now = float(times[k])
+            w[:n] += g[:, k]
+        w = integrator.between(adjoint, w, now, integrator.t0)
+        result: list = []
+        offset = n
+        for c, size in zip(caps, sizes):
+            result.append(np.reshape(w[offset : offset + size], shape_of(c)))
+            offset += size
+        if self.y0 is None:
+            result.append(w[:n].copy())
+        _LAST.adjoint = (self, key, result)
+        return result
+
+
+#: .adjoint: the last adjoint solve of this thread (node, its inputs and cotangent, the cotangents)
+_LAST = threading.local()
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return len(a[0]) == len(b[0]) and all(
+        x.shape == y.shape and np.array_equal(x, y) for x, y in zip((*a[0], a[1]), (*b[0], b[1]))
+    )
+
+
+def _flat(v: Any, size: int) -> np.ndarray:
+    return np.zeros(size) if v is None else np.reshape(np.asarray(v, dtype=np.float64), (size,))
 
 
 def _rule(original: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -185,17 +284,8 @@ def _solve_inside_f(original: Callable, tape: Tape, args: tuple, kwargs: dict) -
     moving = isinstance(y0, Traced) and y0._tape.slots[y0._read()].variable
     if not sub.outer and not moving:
         return result
-    rtol, atol = options.get("rtol", 1e-3), options.get("atol", 1e-6)
-    rest = {p: v for p, v in options.items() if p not in ("rtol", "atol")}
-
-    def integrate(f: Callable, w0: np.ndarray, count: int) -> np.ndarray:
-        tol = np.tile(atol, 1 + count) if np.ndim(atol) else atol
-        r = original(f, t_span, w0, method=method, t_eval=times, rtol=rtol, atol=tol, **rest)
-        if r.status != 0 or r.y.shape[1] != times.size:
-            raise ConvergenceError(f"{label} failed (called at {where}): {r.message}")
-        return np.asarray(r.y)
-
-    node = OdeSolution(sub, integrate, label, where, None if moving else y0_plain)
+    integrator = Integrator(original, label, where, t_span, times, method, options)
+    node = OdeSolution(sub, integrator, label, where, None if moving else y0_plain)
     inputs = [*sub.outer, *([own_slot(tape, y0)] if isinstance(y0, Traced) and moving else [])]
     slot = tape.add_node(node, tuple(inputs), {}, np.array(result.y, dtype=np.float64).reshape(n, times.size))
     result.y = TapeArray(tape, slot)
