@@ -1,6 +1,7 @@
 """SciPy's integrators inside f on AutoTape: quad and quad_vec by the Leibniz rule (the derivative
-integrals computed by the same routine), solve_ivp by forward sensitivities and the adjoint ODE. References are exact: the
-same integral by a 60-point Gauss-Legendre rule on the tape, or the ODE's closed-form solution."""
+integrals computed by the same routine), solve_ivp by forward sensitivities and the adjoint ODE.
+References are exact: the same integral by a 60-point Gauss-Legendre rule on the tape, or the ODE's
+closed-form solution."""
 
 from __future__ import annotations
 
