@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..._errors import SingularError
-from ._callbacks import SubTape
+from ._callbacks import LastCall, SubTape
 from ._graph import Traced
 from ._prim import InputsFrom, Prim, into, shape_of
 
@@ -30,6 +30,9 @@ __all__ = ["ImplicitRoot", "Solve"]
 
 #: dg/dy with a condition number beyond this is taken as singular
 _CONDITION = 1e13
+
+#: the last reverse rule of each thread (every input's cotangent comes from one solve)
+_LAST = LastCall()
 
 
 class Solve:
@@ -113,14 +116,25 @@ class ImplicitRoot(Prim):
         return into(out, r)
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:
+        plain = not any(isinstance(v, Traced) for v in (*ins, y, g))
+        known = _LAST.get(self, (*ins, y, g)) if plain else None
+        if known is None:
+            known = self._cotangents(ins, y, g, b)
+            if plain:
+                _LAST.put(self, (*ins, y, g), known)
+        return into(out, known[i])
+
+    def _cotangents(self, ins: tuple, y: Any, g: Any, b: int) -> list:
+        """Every differentiated input's cotangent: -(dg/dc)^T (dg/dy)^-T g, one solve and one sweep."""
         res, env, jac = self._linear(ins, y)
-        own = res.tape.captures[i][1]
-        target = shape_of(ins[i])
+        owns = [s for _, s in res.tape.captures]
 
-        def one(cot: Any) -> Any:
+        def one(cot: Any) -> list:
             lam = np.linalg.solve(np.transpose(jac), np.reshape(cot, (-1,)))
-            c = res.cotangents(env, np.reshape(np.negative(lam), res.shape)).get(own)
-            return np.zeros(target) if c is None else c
+            cots = res.cotangents(env, np.reshape(np.negative(lam), res.shape))
+            return [np.zeros(shape_of(ins[i])) if cots.get(s) is None else cots[s] for i, s in enumerate(owns)]
 
-        r = one(g) if b == 0 else np.stack([one(g[j]) for j in range(shape_of(g)[0])])
-        return into(out, r)
+        if b == 0:
+            return one(g)
+        per = [one(g[j]) for j in range(shape_of(g)[0])]
+        return [np.stack([p[i] for p in per]) for i in range(len(owns))]

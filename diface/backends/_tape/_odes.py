@@ -18,14 +18,13 @@ solution at those times. Events, dense output and second order are refused.
 from __future__ import annotations
 
 import inspect
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..._errors import ConvergenceError, NotSupportedError
-from ._callbacks import Callback, SubTape, own_slot
+from ._callbacks import Callback, LastCall, SubTape, own_slot
 from ._graph import Tape, Traced, current_tape
 from ._hooks import hook
 from ._prim import Prim, into, shape_of
@@ -171,10 +170,9 @@ class OdeSolution(Prim):
         l' = -(df/dy)^T l, with l jumping by g's column at each output time, solved backwards beside
         m' = -(df/dc)^T l; then cbar = m(t0), y0bar = l(t0). The reverse sweep asks for one input at a
         time: the last solve is kept (by value) for the next input."""
-        key = (tuple(np.array(v) for v in ins), np.array(g))
-        memo = getattr(_LAST, "adjoint", None)
-        if memo is not None and memo[0] is self and _same(memo[1], key):
-            return memo[2]
+        known = _LAST.get(self, (*ins, g))
+        if known is not None:
+            return known
         caps, _ = self._split(ins)
         rhs, integrator = self.rhs, self.integrator
         y0 = self._start(ins)
@@ -212,18 +210,11 @@ class OdeSolution(Prim):
             offset += size
         if self.y0 is None:
             result.append(w[:n].copy())
-        _LAST.adjoint = (self, key, result)
-        return result
+        return _LAST.put(self, (*ins, g), result)
 
 
-#: .adjoint: the last adjoint solve of this thread (node, its inputs and cotangent, the cotangents)
-_LAST = threading.local()
-
-
-def _same(a: tuple, b: tuple) -> bool:
-    return len(a[0]) == len(b[0]) and all(
-        x.shape == y.shape and np.array_equal(x, y) for x, y in zip((*a[0], a[1]), (*b[0], b[1]))
-    )
+#: the last adjoint solve of each thread
+_LAST = LastCall()
 
 
 def _flat(v: Any, size: int) -> np.ndarray:
