@@ -22,10 +22,21 @@ from ..._errors import NotSupportedError, TapeMismatchError
 from ._graph import Tape, Traced
 from ._intercept import recording
 from ._interpret import jvp_from, replay, vjp_to
+from ._prim import Prim
 from ._sites import user_location
 from ._tracer import TapeArray, operand, slot_of
 
-__all__ = ["Callback", "LastCall", "SubTape", "gradient_tape", "own_slot", "record_callback", "replayed"]
+__all__ = [
+    "Callback",
+    "CallbackPrim",
+    "LastCall",
+    "SubTape",
+    "call_scipy",
+    "gradient_tape",
+    "own_slot",
+    "record_callback",
+    "replayed",
+]
 
 
 class SubTape:
@@ -238,3 +249,27 @@ class LastCall:
     def put(self, owner: object, values: tuple, result: Any) -> Any:
         self._local.last = (owner, tuple(np.array(v) for v in values), result)
         return result
+
+
+def call_scipy(original: Callable, errors: list, *args: Any, **kwargs: Any) -> Any:
+    """SciPy's function on wrapped callbacks: an exception raised inside one of them (`errors`) is
+    raised as it was, whatever SciPy's C code turned it into (a `SystemError`, `minpack.error`, ...)."""
+    try:
+        result = original(*args, **kwargs)
+    except BaseException as error:
+        if errors:
+            raise errors[0] from error
+        raise
+    if errors:
+        raise errors[0]
+    return result
+
+
+class CallbackPrim(Prim):
+    """A node computed by a SciPy routine from a callback's recording (a root, an integral, an ODE's
+    solution): named as the user called it, its sparsity dense (`Prim.dense_pattern`)."""
+
+    dense_pattern = True
+
+    def label(self) -> str:
+        return self.name

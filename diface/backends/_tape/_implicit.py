@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from ..._errors import SingularError
-from ._callbacks import LastCall, SubTape
+from ._callbacks import CallbackPrim, LastCall, SubTape
 from ._graph import Traced
-from ._prim import InputsFrom, Prim, into, shape_of
+from ._prim import InputsFrom, into, shape_of
 
 __all__ = ["ImplicitRoot", "Solve"]
 
@@ -54,18 +54,13 @@ def _value(a: Any) -> np.ndarray:
     return np.asarray(a._tape.values[a._read()]) if isinstance(a, Traced) else np.asarray(a)
 
 
-class ImplicitRoot(Prim):
+class ImplicitRoot(CallbackPrim):
     """y = the root SciPy's solver returns for g(y, c) = 0; differentiable in c (the first k inputs)."""
-
-    dense_pattern = True
 
     def __init__(self, solve: Solve) -> None:
         self.solve = solve
         self.name = solve.label
         self.nondiff = InputsFrom(solve.k)
-
-    def label(self) -> str:
-        return self.solve.label
 
     def forward(self, *ins: Any, out: Any = None) -> Any:
         return into(out, np.asarray(self.solve.solve(ins), dtype=np.float64))

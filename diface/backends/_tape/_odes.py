@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 
 from ..._errors import ConvergenceError, NotSupportedError
-from ._callbacks import Callback, LastCall, SubTape, own_slot
+from ._callbacks import Callback, CallbackPrim, LastCall, SubTape, call_scipy, own_slot
 from ._graph import Tape, Traced, current_tape
 from ._hooks import hook
-from ._prim import Prim, into, shape_of
+from ._objects import holds_traced
+from ._prim import into, shape_of
 from ._sites import user_location
 from ._tracer import TapeArray, operand
 
@@ -78,11 +79,9 @@ class Integrator:
         return np.asarray(self._run(f, (start, stop), w, float(np.min(self.atol))).y[:, -1])
 
 
-class OdeSolution(Prim):
+class OdeSolution(CallbackPrim):
     """Y = solve_ivp's solution at fixed times; differentiable in the right-hand side's captures
     (inputs 0..k-1) and in y0 (input k, when traced)."""
-
-    dense_pattern = True
 
     def __init__(self, rhs: SubTape, integrator: Integrator, label: str, where: str, y0: Any) -> None:
         self.rhs = rhs
@@ -92,9 +91,6 @@ class OdeSolution(Prim):
         self.k = len(rhs.outer)
         #: y0 when it is fixed (None: it is input k)
         self.y0 = y0
-
-    def label(self) -> str:
-        return self.name
 
     def _split(self, ins: tuple) -> tuple[list, Any]:
         return list(ins[: self.k]), (ins[self.k] if self.y0 is None else None)
@@ -246,9 +242,9 @@ def _solve_inside_f(original: Callable, tape: Tape, args: tuple, kwargs: dict) -
     for p, what in (("events", "events"), ("dense_output", "dense_output=True"), ("vectorized", "vectorized=True")):
         if user.get(p):
             raise _refuse(where, what)
-    if _holds_traced(t_span) or _holds_traced(user.get("t_eval")) or any(_holds_traced(v) for v in options.values()):
+    if holds_traced(t_span) or holds_traced(user.get("t_eval")) or any(holds_traced(v) for v in options.values()):
         raise _refuse(where, "traced times or options")
-    y0 = operand(y0) if _holds_traced(y0) else np.asarray(y0)
+    y0 = operand(y0) if holds_traced(y0) else np.asarray(y0)
     y0_plain = np.asarray(y0._tape.values[y0._read()] if isinstance(y0, Traced) else y0, dtype=np.float64)
     if y0_plain.ndim != 1 or y0_plain.dtype.kind == "c":
         raise _refuse(where, "a complex or non-vector y0")
@@ -260,14 +256,7 @@ def _solve_inside_f(original: Callable, tape: Tape, args: tuple, kwargs: dict) -
         return cb(np.concatenate(([t], y)))
 
     method, t_eval = user.get("method", "RK45"), user.get("t_eval")
-    try:
-        result = original(rhs, t_span, y0_plain, method=method, t_eval=t_eval, **options)
-    except BaseException as error:
-        if errors:
-            raise errors[0] from error
-        raise
-    if errors:
-        raise errors[0]
+    result = call_scipy(original, errors, rhs, t_span, y0_plain, method=method, t_eval=t_eval, **options)
     if result.status != 0:
         raise ConvergenceError(f"{label} failed (called at {where}): {result.message}")
     times = np.array(result.t)
@@ -281,14 +270,6 @@ def _solve_inside_f(original: Callable, tape: Tape, args: tuple, kwargs: dict) -
     slot = tape.add_node(node, tuple(inputs), {}, np.array(result.y, dtype=np.float64).reshape(n, times.size))
     result.y = TapeArray(tape, slot)
     return result
-
-
-def _holds_traced(v: Any) -> bool:
-    if isinstance(v, Traced):
-        return True
-    if isinstance(v, (list, tuple)):
-        return any(_holds_traced(e) for e in v)
-    return False
 
 
 hook("scipy.integrate", "solve_ivp", always=True)(lambda: _rule)

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError
-from ._callbacks import Callback, SubTape, own_slot, replayed
+from ._callbacks import Callback, CallbackPrim, SubTape, call_scipy, own_slot, replayed
 from ._graph import Tape, Traced, current_tape
 from ._hooks import hook
-from ._prim import Prim, into, shape_of
+from ._prim import into, shape_of
 from ._sites import user_location
 from ._tracer import TapeArray, slot_of
 
@@ -37,11 +37,9 @@ __all__ = ["Quadrature"]
 Integrate = Callable[[Callable, float, float, bool], np.ndarray]
 
 
-class Quadrature(Prim):
+class Quadrature(CallbackPrim):
     """I = the integral of `integrand` (a sub-tape in t) over [a, b]; differentiable in the captures
     (inputs 0..k-1) and in each limit that is an input (inputs k, k+1: `limits`)."""
-
-    dense_pattern = True
 
     def __init__(self, integrand: SubTape, integrate: Integrate, label: str, limits: tuple[Any, Any]) -> None:
         self.integrand = integrand
@@ -50,9 +48,6 @@ class Quadrature(Prim):
         self.k = len(integrand.outer)
         #: the limits: None where the limit is an input of the node, else its fixed value
         self.limits = limits
-
-    def label(self) -> str:
-        return self.name
 
     def _split(self, ins: tuple, fixed: bool = True) -> tuple[list, Any, Any]:
         """(captures, a, b) from the inputs (or their tangents: a fixed limit has none)."""
@@ -247,14 +242,7 @@ def _integrate_inside_f(original: Callable, name: str, label: str, tape: Tape, a
     integrand = Callback(tape, fn, extra, label, errors)
     limits = [user["a"], user["b"]]
     plain = [_plain(v) for v in limits]
-    try:
-        result = original(integrand, plain[0], plain[1], **options)
-    except BaseException as error:
-        if errors:
-            raise errors[0] from error
-        raise
-    if errors:
-        raise errors[0]
+    result = call_scipy(original, errors, integrand, plain[0], plain[1], **options)
     sub = integrand.at(0.5 * (plain[0] + plain[1]) if np.all(np.isfinite(plain)) else 0.0)
     traced_limits: list[Any] = [v for v in limits if isinstance(v, Traced) and v._tape.slots[v._read()].variable]
     if not sub.outer and not traced_limits:

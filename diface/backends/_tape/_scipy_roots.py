@@ -31,10 +31,11 @@ from typing import Any
 import numpy as np
 
 from ..._errors import ConvergenceError, NotSupportedError
-from ._callbacks import Callback, SubTape, gradient_tape, own_slot, replayed
+from ._callbacks import Callback, SubTape, call_scipy, gradient_tape, own_slot, replayed
 from ._graph import Tape, Traced, current_tape
 from ._hooks import hook
 from ._implicit import ImplicitRoot, Solve
+from ._objects import holds_traced
 from ._sites import user_location
 from ._tracer import TapeArray
 
@@ -157,14 +158,6 @@ def _rebuild(template: Any, values: list) -> Any:
     return template
 
 
-def _holds_traced(value: Any) -> bool:
-    if isinstance(value, Traced):
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_holds_traced(v) for v in value)
-    return isinstance(value, np.ndarray) and value.dtype == object and any(_holds_traced(v) for v in value.ravel())
-
-
 #: .solving: the calling thread runs a SciPy solver for f (its own calls of other solvers, root_scalar's
 #: of brentq, run as they are; f's callbacks, which may call solvers themselves, run outside)
 _STATE = threading.local()
@@ -240,7 +233,7 @@ def _solve_inside_f(original: Callable, spec: _Spec, label: str, tape: Tape, arg
     }  # fmt: skip
     value = (lambda y: fun(y, *extra)[0]) if picks else (lambda y: fun(y, *extra))
     traced_slots: list[int] = []
-    templates = {p: v for p, v in user.items() if p not in (spec.fun, "args", *derivatives) and _holds_traced(v)}
+    templates = {p: v for p, v in user.items() if p not in (spec.fun, "args", *derivatives) and holds_traced(v)}
     call = {p: v for p, v in user.items() if p not in ("args", "callback")}
     for p, v in templates.items():
         call[p] = _plain(v, traced_slots, tape)
@@ -249,15 +242,8 @@ def _solve_inside_f(original: Callable, spec: _Spec, label: str, tape: Tape, arg
     call.update(spec.force)
     call[spec.fun] = residual
     call.update(derivatives)
-    try:
-        with _solving(True):
-            result = original(**call)
-    except BaseException as error:
-        if errors:
-            raise errors[0] from error
-        raise
-    if errors:
-        raise errors[0]
+    with _solving(True):
+        result = call_scipy(original, errors, **call)
     root, converged, why = spec.read(result)
     objective = residual.at(root)
     paths = {spec.fun: residual.others(objective)}
