@@ -33,6 +33,7 @@ __all__ = [
     "SubTape",
     "call_scipy",
     "gradient_tape",
+    "inside",
     "own_slot",
     "record_callback",
     "replayed",
@@ -187,8 +188,18 @@ def _as_returned(sub: SubTape, value: np.ndarray) -> Any:
     return float(value) if sub.scalar and value.ndim == 0 else value
 
 
-def own_slot(tape: Tape, value: Traced) -> int:
-    """The slot of `tape` holding a traced value of it or of an enclosing tape (captured)."""
+def inside(sub: Tape, value: Any) -> Any:
+    """`value` as a value of the sub-tape `sub`: a traced value of an enclosing tape captured."""
+    if isinstance(value, Traced) and value._tape is not sub:
+        return TapeArray(sub, sub.capture(value._tape, value._read()))
+    return value
+
+
+def own_slot(tape: Tape, value: Any) -> int:
+    """The slot of `tape` holding a traced value of it or of an enclosing tape (captured), or a plain
+    value (a literal)."""
+    if not isinstance(value, Traced):
+        return slot_of(tape, value)
     return value._read() if value._tape is tape else tape.capture(value._tape, value._read())
 
 

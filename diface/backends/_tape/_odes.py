@@ -12,7 +12,9 @@ one augmented system for a batch of tangents, to the solver's tolerance. Reverse
 ODE backwards, l' = -(df/dy)^T l with l jumping by the cotangent at each output time, beside
 m' = -(df/dc)^T l, on the state's dense output: one backward solve for any number of parameters.
 Without `t_eval`, the output times are those of the recording, and a prepared call returns the
-solution at those times. Events, dense output and second order are refused.
+solution at those times. On traced values (second order) the tangent system is itself recorded as a
+sub-tape and solved by a node of its own, so every order works the same way. Events and dense output
+are refused.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..._errors import ConvergenceError, NotSupportedError
-from ._callbacks import Callback, CallbackPrim, LastCall, SubTape, call_scipy, own_slot
+from ._callbacks import Callback, CallbackPrim, LastCall, SubTape, call_scipy, inside, own_slot
 from ._graph import Tape, Traced, current_tape
 from ._hooks import hook
 from ._objects import holds_traced
@@ -67,10 +69,11 @@ class Integrator:
             raise ConvergenceError(f"{self.label} failed (called at {self.where}): {r.message}")
         return np.asarray(r.y)
 
-    def dense(self, f: Callable, y0: np.ndarray) -> Callable:
+    def dense(self, f: Callable, y0: np.ndarray, copies: int) -> Callable:
         """The solution of y' = f(t, y) as a function of t (SciPy's dense output)."""
         end = float(self.times[-1]) if self.times.size else self.t0
-        return self._run(f, (self.t0, end), y0, self.atol, dense_output=True).sol
+        atol = np.tile(self.atol, copies) if np.ndim(self.atol) else self.atol
+        return self._run(f, (self.t0, end), y0, atol, dense_output=True).sol
 
     def between(self, f: Callable, w: np.ndarray, start: float, stop: float) -> np.ndarray:
         """w at `stop` for w' = f(t, w) from w at `start` (the adjoint system, backwards in time)."""
@@ -83,7 +86,7 @@ class OdeSolution(CallbackPrim):
     """Y = solve_ivp's solution at fixed times; differentiable in the right-hand side's captures
     (inputs 0..k-1) and in y0 (input k, when traced)."""
 
-    def __init__(self, rhs: SubTape, integrator: Integrator, label: str, where: str, y0: Any) -> None:
+    def __init__(self, rhs: SubTape, integrator: Integrator, label: str, where: str, y0: Any, copies: int = 1) -> None:
         self.rhs = rhs
         self.integrator = integrator
         self.name = label
@@ -91,6 +94,8 @@ class OdeSolution(CallbackPrim):
         self.k = len(rhs.outer)
         #: y0 when it is fixed (None: it is input k)
         self.y0 = y0
+        #: the state stacks this many copies of the user's (a tangent system: the state and its tangents)
+        self.copies = copies
 
     def _split(self, ins: tuple) -> tuple[list, Any]:
         return list(ins[: self.k]), (ins[self.k] if self.y0 is None else None)
@@ -106,14 +111,7 @@ class OdeSolution(CallbackPrim):
         def fun(t: float, y: np.ndarray) -> np.ndarray:
             return rhs.evaluate(np.concatenate(([t], y)), caps)
 
-        return into(out, self.integrator.at_times(fun, self._start(ins), 1))
-
-    def _refuse_traced(self, values: tuple) -> None:
-        if any(isinstance(v, Traced) for v in values):
-            raise NotSupportedError(
-                f"AutoTape does not take second derivatives through {self.name} (called at {self.where}); "
-                "differentiate once, or write the integrator with NumPy steps (the tape records them)"
-            )
+        return into(out, self.integrator.at_times(fun, self._start(ins), self.copies))
 
     def _sensitivities(self, ins: tuple, tangents: list[list], start: list) -> np.ndarray:
         """The solution's tangents for a batch: tangents[j][i] for capture i, start[j] for y0."""
@@ -137,24 +135,70 @@ class OdeSolution(CallbackPrim):
             return np.concatenate(parts)
 
         w0 = np.concatenate([y0, *(np.zeros(n) if s is None else np.reshape(s, (n,)) for s in start)])
-        w = self.integrator.at_times(fun, w0, 1 + count)
+        w = self.integrator.at_times(fun, w0, self.copies * (1 + count))
+        return np.stack([w[n * (j + 1) : n * (j + 2)] for j in range(count)])
+
+    def _tangent_system(self, ins: tuple, tangents: list[list], start: list) -> Any:
+        """`_sensitivities` on traced values (second order): the tangent system's right-hand side
+        recorded as a sub-tape of the traced values' tape, solved by a new node of its own."""
+        tape = next(v._tape for v in (*ins, *start, *(t for ts in tangents for t in ts)) if isinstance(v, Traced))
+        caps, moving = self._split(ins)
+        rhs = self.rhs
+        y0 = moving if moving is not None else self.y0
+        n = int(shape_of(y0)[0])
+        count = len(tangents)
+        sub = tape.child()
+        z0 = np.zeros(1 + n * (1 + count))
+        sub.x = sub.add_slot(z0, "x", True, True)
+        z0.flags.writeable = False
+        z = TapeArray(sub, sub.x)
+        try:
+            env = rhs.env(z[: 1 + n], [inside(sub, c) for c in caps])
+            rhs.run(env)
+            own = [s for _, s in rhs.tape.captures]
+            parts = [np.reshape(env[rhs.tape.output], (n,))]
+            for j in range(count):
+                seeds = {own[i]: inside(sub, t) for i, t in enumerate(tangents[j]) if t is not None}
+                seeds[rhs.tape.x] = np.concatenate((np.zeros(1), z[1 + n * (j + 1) : 1 + n * (j + 2)]))
+                r = rhs.tangent(env, seeds)
+                parts.append(np.zeros(n) if r is None else np.reshape(r, (n,)))
+            sub.output = own_slot(sub, np.concatenate(parts))
+        finally:
+            sub.closed = True
+        system = SubTape(sub, False)
+        w0 = np.concatenate([y0, *(np.zeros(n) if t is None else np.reshape(t, (n,)) for t in start)])
+        fixed = None if isinstance(w0, Traced) else np.asarray(w0)
+        node = OdeSolution(system, self.integrator, self.name, self.where, fixed, self.copies * (1 + count))
+        args: list[Any] = [TapeArray(tape, s) for s in system.outer]
+        w = node(*args, *([w0] if fixed is None else []))
         return np.stack([w[n * (j + 1) : n * (j + 2)] for j in range(count)])
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None) -> Any:
-        self._refuse_traced((*ins, *ts))
         tc, ty0 = self._split(ts)
-        if b == 0:
-            r = self._sensitivities(ins, [tc], [ty0])[0]
-        else:
-            count = next(shape_of(t)[0] for t in ts if t is not None)
-            pick = lambda t, j: None if t is None else t[j]
-            r = self._sensitivities(
-                ins, [[pick(t, j) for t in tc] for j in range(count)], [pick(ty0, j) for j in range(count)]
-            )
-        return into(out, r)
+        count = 1 if b == 0 else next(shape_of(t)[0] for t in ts if t is not None)
+        pick = lambda t, j: t if t is None or b == 0 else t[j]
+        tangents, start = [[pick(t, j) for t in tc] for j in range(count)], [pick(ty0, j) for j in range(count)]
+        if any(isinstance(v, Traced) for v in (*ins, *ts)):  # second order: the tangent system as a node
+            r = self._tangent_system(ins, tangents, start)
+            return r[0] if b == 0 else r
+        r = self._sensitivities(ins, tangents, start)
+        return into(out, r[0] if b == 0 else r)
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:
-        self._refuse_traced((*ins, g))
+        if any(isinstance(v, Traced) for v in (*ins, g)):
+            # second order: the Jacobian in input i by tangent systems (one per element), contracted
+            target = shape_of(ins[i])
+            m = int(np.prod(target, dtype=np.int64))
+            basis = list(np.eye(m).reshape((m, *target)))
+            if i < self.k:
+                jac = self._tangent_system(
+                    ins, [[e if c == i else None for c in range(self.k)] for e in basis], [None] * m
+                )
+            else:
+                jac = self._tangent_system(ins, [[None] * self.k for _ in basis], basis)
+            axes = tuple(range(b, b + len(shape_of(y))))
+            r = np.tensordot(g, jac, axes=(axes, tuple(range(1, 1 + len(axes)))))
+            return np.reshape(r, shape_of(g)[:b] + target)
         if b == 0:
             r = self._adjoint(ins, g)[i]
         else:
@@ -180,7 +224,7 @@ class OdeSolution(CallbackPrim):
         def fun(t: float, y: np.ndarray) -> np.ndarray:
             return rhs.evaluate(np.concatenate(([t], y)), caps)
 
-        state = integrator.dense(fun, y0)
+        state = integrator.dense(fun, y0, self.copies)
 
         def adjoint(t: float, w: np.ndarray) -> np.ndarray:
             env = rhs.env(np.concatenate(([t], state(t))), caps)

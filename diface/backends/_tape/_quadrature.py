@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError
-from ._callbacks import Callback, CallbackPrim, SubTape, call_scipy, own_slot, replayed
+from ._callbacks import Callback, CallbackPrim, SubTape, call_scipy, inside, own_slot, replayed
 from ._graph import Tape, Traced, current_tape
 from ._hooks import hook
 from ._prim import into, shape_of
 from ._sites import user_location
-from ._tracer import TapeArray, slot_of
+from ._tracer import TapeArray
 
 __all__ = ["Quadrature"]
 
@@ -154,13 +154,13 @@ class Quadrature(CallbackPrim):
         t0 = np.array(0.5 * (_plain(a) + _plain(b)) if np.isfinite(_plain(a) + _plain(b)) else 0.0)
         sub.x = sub.add_slot(t0, "x", True, True)
         t0.flags.writeable = False
-        inner = [_into(sub, v) for v in caps]
+        inner = [inside(sub, v) for v in caps]
         env = self.integrand.env(TapeArray(sub, sub.x), inner)
         self.integrand.run(env)
-        r = sweep(env, [_into(sub, v) for v in extra])
+        r = sweep(env, [inside(sub, v) for v in extra])
         if r is None:
             r = np.zeros(self.integrand.shape if shape is None else shape)
-        sub.output = slot_of(sub, r) if not isinstance(r, Traced) or r._tape is sub else sub.capture(r._tape, r._read())
+        sub.output = own_slot(sub, r)
         sub.closed = True
         derived = SubTape(sub, True)
         limits = (None if isinstance(a, Traced) else _plain(a), None if isinstance(b, Traced) else _plain(b))
@@ -173,13 +173,6 @@ class Quadrature(CallbackPrim):
 def _seeds(integrand: SubTape, tangents: list) -> dict:
     own = [s for _, s in integrand.tape.captures]
     return {own[i]: t for i, t in enumerate(tangents) if t is not None}
-
-
-def _into(sub: Tape, v: Any) -> Any:
-    """`v` as a value of the sub-tape `sub` (captured where it is traced)."""
-    if isinstance(v, Traced):
-        return TapeArray(sub, sub.capture(v._tape, v._read()))
-    return v
 
 
 def _plain(v: Any) -> float:
