@@ -55,7 +55,7 @@ CASES: dict[str, tuple[Callable, Callable, bool]] = {
         lambda p: np.sum(np.stack([gauss(lambda t, q=q: np.exp(-q * t**2), 0.0, p[0]) for q in p]) ** 2),
         True,
     ),
-    "solve_ivp": (ode, ode_exact, False),
+    "solve_ivp": (ode, ode_exact, True),
 }
 
 
