@@ -5,6 +5,8 @@ closed-form solution."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -101,3 +103,20 @@ def test_solve_ivp_refuses_what_it_cannot_differentiate():
     dense = lambda p: integrate.solve_ivp(lambda t, y: -p[0] * y, (0, 1), [1.0], dense_output=True).y[0, -1]
     with pytest.raises(di.NotSupportedError, match="dense_output"):
         di.gradient(dense, REVERSE, X1)
+
+
+def test_a_preparation_shared_by_eight_threads():
+    def f(p):
+        return quad_f(p) + ode_f(p)
+
+    exact = di.gradient(quad_ref, REVERSE, X1) + di.gradient(ode_exact, REVERSE, X1)
+    prep = di.prepare_gradient(f, REVERSE, X0)
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(prep.gradient(X1))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 8
+    for r in results:
+        np.testing.assert_allclose(r, exact, rtol=1e-8, atol=1e-10)
