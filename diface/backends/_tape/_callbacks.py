@@ -12,6 +12,7 @@ in a prepared call (f is not run) it raises `TapeMismatchError`.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,10 @@ __all__ = [
     "call_scipy",
     "gradient_tape",
     "inside",
+    "plain_value",
+    "record_sub",
+    "tangent_batch",
+    "bound_arguments",
     "own_slot",
     "record_callback",
     "replayed",
@@ -50,8 +55,9 @@ class SubTape:
         self.live = tape.live_nodes()
         self.forward_order = tape.forward_nodes()
         self.reverse_order = tape.reverse_nodes()
-        #: the enclosing tape's slots this sub-tape reads, in the order of `captures`
+        #: the enclosing tape's slots this sub-tape reads, and its own slots holding them, in order
         self.outer = [outer for outer, _ in tape.captures]
+        self.own = [own for _, own in tape.captures]
         self.shape = tape.slots[tape.output].shape
 
     def env(self, y: Any, captured: list) -> list:
@@ -59,7 +65,7 @@ class SubTape:
         tape = self.tape
         env = list(tape.values)
         env[tape.x] = y
-        for (_, own), value in zip(tape.captures, captured):
+        for own, value in zip(self.own, captured):
             env[own] = value
         return env
 
@@ -87,6 +93,10 @@ class SubTape:
             return np.zeros((m, 0))
         return np.stack(columns, axis=-1)
 
+    def seeds(self, tangents: list) -> dict[int, Any]:
+        """Tangents given per capture (None: none) as the sweeps take them (own slot -> tangent)."""
+        return {own: t for own, t in zip(self.own, tangents) if t is not None}
+
     def tangent(self, env: list, seeds: dict[int, Any]) -> Any:
         """The value's tangent for tangents of some captures (own slot -> tangent); None if none."""
         if not seeds:
@@ -98,24 +108,29 @@ class SubTape:
         return vjp_to(self.tape, env, cotangent, self.reverse_order)
 
 
+def record_sub(outer: Tape, x0: Any, build: Callable[[TapeArray], Any]) -> Tape:
+    """A sub-tape of `outer` whose variable x starts at `x0` (copied): `build(x)` computes its output
+    from the traced x (values of enclosing tapes it reads are captured); the sub-tape is closed after."""
+    sub = outer.child()
+    value = np.array(x0, dtype=np.result_type(x0, np.float64), copy=True)
+    sub.x = sub.add_slot(value, "x", True, True)
+    value.flags.writeable = False
+    try:
+        sub.output = own_slot(sub, build(TapeArray(sub, sub.x)))
+    finally:
+        sub.closed = True
+    return sub
+
+
 def record_callback(outer: Tape, fn: Callable, y: Any, args: tuple, label: str) -> SubTape:
     """Record `fn(y, *args)` (y plain) on a sub-tape of `outer`, the tape the calling thread records."""
     scalar = isinstance(y, (float, int)) and not isinstance(y, bool)
-    sub = outer.child()
-    value = np.array(y, dtype=np.result_type(y, np.float64), copy=True)
-    sub.x = sub.add_slot(value, "x", True, True)
-    value.flags.writeable = False
-    yt = TapeArray(sub, sub.x)
-    try:
-        with recording(sub, fn):
-            result = fn(yt, *args)
-        result = operand(result)
-        if isinstance(result, Traced) and result._tape is not sub:  # a value of f's alone
-            sub.output = sub.capture(result._tape, result._read())
-        else:
-            sub.output = slot_of(sub, result)
-    finally:
-        sub.closed = True
+
+    def build(yt: TapeArray) -> Any:
+        with recording(yt._tape, fn):
+            return operand(fn(yt, *args))
+
+    sub = record_sub(outer, y, build)
     slot = sub.slots[sub.output]
     if slot.dtype.kind not in "fc":
         raise NotSupportedError(
@@ -222,20 +237,15 @@ def replayed(paths: list[tuple[SubTape, list]]) -> Callable:
 def gradient_tape(outer: Tape, objective: SubTape, y: Any) -> SubTape:
     """The gradient in y of a scalar callback, recorded as a sub-tape of `outer` (the residual of the
     stationarity condition of an inner minimization)."""
-    sub = outer.child()
-    value = np.array(y, dtype=np.float64, copy=True)
-    sub.x = sub.add_slot(value, "x", True, True)
-    value.flags.writeable = False
-    yt = TapeArray(sub, sub.x)
-    captured = [TapeArray(sub, sub.capture(outer, s)) for s in objective.outer]
-    try:
-        env = objective.env(yt, captured)
+
+    def build(yt: TapeArray) -> Any:
+        sub = yt._tape
+        env = objective.env(yt, [TapeArray(sub, sub.capture(outer, s)) for s in objective.outer])
         objective.run(env)
         g = objective.cotangents(env, np.ones(objective.shape)).get(objective.tape.x)
-        sub.output = slot_of(sub, np.zeros(np.shape(value)) if g is None else g)
-    finally:
-        sub.closed = True
-    return SubTape(sub, objective.scalar)
+        return np.zeros(yt.shape) if g is None else g
+
+    return SubTape(record_sub(outer, np.asarray(y, dtype=np.float64), build), objective.scalar)
 
 
 class LastCall:
@@ -260,6 +270,32 @@ class LastCall:
     def put(self, owner: object, values: tuple, result: Any) -> Any:
         self._local.last = (owner, tuple(np.array(v) for v in values), result)
         return result
+
+
+def plain_value(v: Any) -> np.ndarray:
+    """The value of a traced array as recorded, or `v` as an array."""
+    return np.asarray(v._value() if isinstance(v, Traced) else v)
+
+
+def bound_arguments(original: Callable, args: tuple, kwargs: dict) -> tuple[dict, tuple]:
+    """The arguments of a call of SciPy's `original` by name, and its `args=` (what SciPy passes on to
+    the callbacks) as a tuple: SciPy takes a single value or any sequence there."""
+    signature = inspect.signature(original)
+    user = dict(signature.bind(*args, **kwargs).arguments)
+    default = signature.parameters["args"].default if "args" in signature.parameters else ()
+    extra = user.get("args", default)
+    if extra is None and default is None:  # solve_ivp's args=None: no arguments
+        return user, ()
+    return user, tuple(extra) if isinstance(extra, (tuple, list)) else (extra,)
+
+
+def tangent_batch(ts: tuple, b: int) -> list[list]:
+    """A rule's input tangents as a list of tangent lists, one per tangent of the batch (b = 1: each
+    tangent's leading axis; b = 0: the one)."""
+    if b == 0:
+        return [list(ts)]
+    count = next(t.shape[0] for t in ts if t is not None)
+    return [[None if t is None else t[j] for t in ts] for j in range(count)]
 
 
 def call_scipy(original: Callable, errors: list, *args: Any, **kwargs: Any) -> Any:

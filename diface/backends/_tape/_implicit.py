@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..._errors import SingularError
-from ._callbacks import CallbackPrim, LastCall, SubTape
+from ._callbacks import CallbackPrim, LastCall, SubTape, plain_value, tangent_batch
 from ._graph import Traced
 from ._prim import InputsFrom, into, shape_of
 
@@ -50,10 +50,6 @@ class Solve:
         self.k = len(residual.outer)
 
 
-def _value(a: Any) -> np.ndarray:
-    return np.asarray(a._tape.values[a._read()]) if isinstance(a, Traced) else np.asarray(a)
-
-
 class ImplicitRoot(CallbackPrim):
     """y = the root SciPy's solver returns for g(y, c) = 0; differentiable in c (the first k inputs)."""
 
@@ -72,7 +68,7 @@ class ImplicitRoot(CallbackPrim):
         env = res.env(y, list(ins[: self.solve.k]))
         res.run(env)
         jac = res.jacobian_y(env)
-        self._check(_value(jac))
+        self._check(plain_value(jac))
         return res, env, jac
 
     def _check(self, jac: np.ndarray) -> None:
@@ -92,23 +88,16 @@ class ImplicitRoot(CallbackPrim):
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None) -> Any:
         res, env, jac = self._linear(ins, y)
-        own = [s for _, s in res.tape.captures]
         shape = shape_of(y)
 
         def one(tangents: list) -> Any:
-            seeds = {own[i]: t for i, t in enumerate(tangents) if t is not None}
-            gdot = res.tangent(env, seeds)
+            gdot = res.tangent(env, res.seeds(tangents))
             if gdot is None:
                 return np.zeros(shape)
             return np.reshape(np.negative(np.linalg.solve(jac, np.reshape(gdot, (-1,)))), shape)
 
-        k = self.solve.k
-        if b == 0:
-            r = one(list(ts[:k]))
-        else:
-            count = next(shape_of(t)[0] for t in ts[:k] if t is not None)
-            r = np.stack([one([None if t is None else t[j] for t in ts[:k]]) for j in range(count)])
-        return into(out, r)
+        r = [one(tangents) for tangents in tangent_batch(ts[: self.solve.k], b)]
+        return into(out, r[0] if b == 0 else np.stack(r))
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:
         plain = not any(isinstance(v, Traced) for v in (*ins, y, g))
@@ -122,14 +111,13 @@ class ImplicitRoot(CallbackPrim):
     def _cotangents(self, ins: tuple, y: Any, g: Any, b: int) -> list:
         """Every differentiated input's cotangent: -(dg/dc)^T (dg/dy)^-T g, one solve and one sweep."""
         res, env, jac = self._linear(ins, y)
-        owns = [s for _, s in res.tape.captures]
 
         def one(cot: Any) -> list:
             lam = np.linalg.solve(np.transpose(jac), np.reshape(cot, (-1,)))
             cots = res.cotangents(env, np.reshape(np.negative(lam), res.shape))
-            return [np.zeros(shape_of(ins[i])) if cots.get(s) is None else cots[s] for i, s in enumerate(owns)]
+            return [np.zeros(shape_of(ins[i])) if cots.get(s) is None else cots[s] for i, s in enumerate(res.own)]
 
         if b == 0:
             return one(g)
         per = [one(g[j]) for j in range(shape_of(g)[0])]
-        return [np.stack([p[i] for p in per]) for i in range(len(owns))]
+        return [np.stack([p[i] for p in per]) for i in range(len(res.own))]

@@ -19,14 +19,24 @@ are refused.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..._errors import ConvergenceError, NotSupportedError
-from ._callbacks import Callback, CallbackPrim, LastCall, SubTape, call_scipy, inside, own_slot
+from ._callbacks import (
+    Callback,
+    CallbackPrim,
+    LastCall,
+    SubTape,
+    bound_arguments,
+    call_scipy,
+    inside,
+    own_slot,
+    record_sub,
+    tangent_batch,
+)
 from ._graph import Tape, Traced, current_tape
 from ._hooks import hook
 from ._objects import holds_traced
@@ -113,75 +123,52 @@ class OdeSolution(CallbackPrim):
 
         return into(out, self.integrator.at_times(fun, self._start(ins), self.copies))
 
-    def _sensitivities(self, ins: tuple, tangents: list[list], start: list) -> np.ndarray:
-        """The solution's tangents for a batch: tangents[j][i] for capture i, start[j] for y0."""
-        caps, _ = self._split(ins)
+    def _tangent_rhs(self, z: Any, caps: list, tangents: list[list]) -> Any:
+        """The tangent system's right-hand side at z = (t, y, S_1, ..., S_count), plain or traced:
+        y' = f(t, y), S_j' = df/dy S_j + df/dc tangents[j]."""
         rhs = self.rhs
-        y0 = self._start(ins)
-        n = y0.size
-        count = len(tangents)
-        x = rhs.tape.x
-        own = [s for _, s in rhs.tape.captures]
+        n = int(np.prod(rhs.shape, dtype=np.int64))
+        env = rhs.env(z[: 1 + n], caps)
+        rhs.run(env)
+        parts = [np.reshape(env[rhs.tape.output], (n,))]
+        for j, item in enumerate(tangents):
+            seeds = rhs.seeds(item)
+            seeds[rhs.tape.x] = np.concatenate((np.zeros(1), z[1 + n * (j + 1) : 1 + n * (j + 2)]))
+            r = rhs.tangent(env, seeds)
+            parts.append(np.zeros(n) if r is None else np.reshape(r, (n,)))
+        return np.concatenate(parts)
 
-        def fun(t: float, w: np.ndarray) -> np.ndarray:
-            env = rhs.env(np.concatenate(([t], w[:n])), caps)
-            value = np.asarray(rhs.run(env))
-            parts = [value]
-            for j in range(count):
-                seeds = {own[i]: tc for i, tc in enumerate(tangents[j]) if tc is not None}
-                seeds[x] = np.concatenate(([0.0], w[n * (j + 1) : n * (j + 2)]))
-                r = rhs.tangent(env, seeds)
-                parts.append(np.zeros(n) if r is None else np.reshape(r, (n,)))
-            return np.concatenate(parts)
-
-        w0 = np.concatenate([y0, *(np.zeros(n) if s is None else np.reshape(s, (n,)) for s in start)])
-        w = self.integrator.at_times(fun, w0, self.copies * (1 + count))
-        return np.stack([w[n * (j + 1) : n * (j + 2)] for j in range(count)])
-
-    def _tangent_system(self, ins: tuple, tangents: list[list], start: list) -> Any:
-        """`_sensitivities` on traced values (second order): the tangent system's right-hand side
-        recorded as a sub-tape of the traced values' tape, solved by a new node of its own."""
-        tape = next(v._tape for v in (*ins, *start, *(t for ts in tangents for t in ts)) if isinstance(v, Traced))
+    def _sensitivities(self, ins: tuple, tangents: list[list], start: list) -> Any:
+        """The solution's tangents for a batch: tangents[j][i] for capture i, start[j] for y0. On traced
+        values (second order) the tangent system is recorded as a sub-tape of the traced values' tape
+        and solved by a node of its own."""
         caps, moving = self._split(ins)
-        rhs = self.rhs
         y0 = moving if moving is not None else self.y0
         n = int(shape_of(y0)[0])
-        count = len(tangents)
-        sub = tape.child()
-        z0 = np.zeros(1 + n * (1 + count))
-        sub.x = sub.add_slot(z0, "x", True, True)
-        z0.flags.writeable = False
-        z = TapeArray(sub, sub.x)
-        try:
-            env = rhs.env(z[: 1 + n], [inside(sub, c) for c in caps])
-            rhs.run(env)
-            own = [s for _, s in rhs.tape.captures]
-            parts = [np.reshape(env[rhs.tape.output], (n,))]
-            for j in range(count):
-                seeds = {own[i]: inside(sub, t) for i, t in enumerate(tangents[j]) if t is not None}
-                seeds[rhs.tape.x] = np.concatenate((np.zeros(1), z[1 + n * (j + 1) : 1 + n * (j + 2)]))
-                r = rhs.tangent(env, seeds)
-                parts.append(np.zeros(n) if r is None else np.reshape(r, (n,)))
-            sub.output = own_slot(sub, np.concatenate(parts))
-        finally:
-            sub.closed = True
-        system = SubTape(sub, False)
         w0 = np.concatenate([y0, *(np.zeros(n) if t is None else np.reshape(t, (n,)) for t in start)])
-        fixed = None if isinstance(w0, Traced) else np.asarray(w0)
-        node = OdeSolution(system, self.integrator, self.name, self.where, fixed, self.copies * (1 + count))
-        args: list[Any] = [TapeArray(tape, s) for s in system.outer]
-        w = node(*args, *([w0] if fixed is None else []))
-        return np.stack([w[n * (j + 1) : n * (j + 2)] for j in range(count)])
+        copies = self.copies * (1 + len(tangents))
+        traced = [v for v in (*ins, *start, *(t for item in tangents for t in item)) if isinstance(v, Traced)]
+        if not traced:
+            w = self.integrator.at_times(
+                lambda t, w: self._tangent_rhs(np.concatenate(([t], w)), caps, tangents), np.asarray(w0), copies
+            )
+        else:
+
+            def build(z: TapeArray) -> Any:
+                sub = z._tape
+                inner = [[inside(sub, t) for t in item] for item in tangents]
+                return self._tangent_rhs(z, [inside(sub, c) for c in caps], inner)
+
+            tape = traced[0]._tape
+            system = SubTape(record_sub(tape, np.zeros(1 + n * (1 + len(tangents))), build), False)
+            fixed = None if isinstance(w0, Traced) else np.asarray(w0)
+            node = OdeSolution(system, self.integrator, self.name, self.where, fixed, copies)
+            w = node(*(TapeArray(tape, s) for s in system.outer), *([w0] if fixed is None else []))
+        return np.stack([w[n * (j + 1) : n * (j + 2)] for j in range(len(tangents))])
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b: int, out: Any = None) -> Any:
-        tc, ty0 = self._split(ts)
-        count = 1 if b == 0 else next(shape_of(t)[0] for t in ts if t is not None)
-        pick = lambda t, j: t if t is None or b == 0 else t[j]
-        tangents, start = [[pick(t, j) for t in tc] for j in range(count)], [pick(ty0, j) for j in range(count)]
-        if any(isinstance(v, Traced) for v in (*ins, *ts)):  # second order: the tangent system as a node
-            r = self._tangent_system(ins, tangents, start)
-            return r[0] if b == 0 else r
-        r = self._sensitivities(ins, tangents, start)
+        items = [self._split(tuple(item)) for item in tangent_batch(ts, b)]
+        r = self._sensitivities(ins, [tc for tc, _ in items], [ty0 for _, ty0 in items])
         return into(out, r[0] if b == 0 else r)
 
     def vjp(self, i: int, ins: tuple, y: Any, g: Any, b: int, out: Any = None) -> Any:
@@ -191,11 +178,11 @@ class OdeSolution(CallbackPrim):
             m = int(np.prod(target, dtype=np.int64))
             basis = list(np.eye(m).reshape((m, *target)))
             if i < self.k:
-                jac = self._tangent_system(
+                jac = self._sensitivities(
                     ins, [[e if c == i else None for c in range(self.k)] for e in basis], [None] * m
                 )
             else:
-                jac = self._tangent_system(ins, [[None] * self.k for _ in basis], basis)
+                jac = self._sensitivities(ins, [[None] * self.k for _ in basis], basis)
             axes = tuple(range(b, b + len(shape_of(y))))
             r = np.tensordot(g, jac, axes=(axes, tuple(range(1, 1 + len(axes)))))
             return np.reshape(r, shape_of(g)[:b] + target)
@@ -218,7 +205,6 @@ class OdeSolution(CallbackPrim):
         y0 = self._start(ins)
         n = y0.size
         x = rhs.tape.x
-        own = [s for _, s in rhs.tape.captures]
         sizes = [int(np.prod(shape_of(c), dtype=np.int64)) for c in caps]
 
         def fun(t: float, y: np.ndarray) -> np.ndarray:
@@ -231,7 +217,7 @@ class OdeSolution(CallbackPrim):
             rhs.run(env)
             cots = rhs.cotangents(env, w[:n])
             parts = [-_flat(cots.get(x), n + 1)[1:]]
-            parts += [-_flat(cots.get(s), size) for s, size in zip(own, sizes)]
+            parts += [-_flat(cots.get(s), size) for s, size in zip(rhs.own, sizes)]
             return np.concatenate(parts)
 
         g = np.asarray(g, dtype=np.float64)
@@ -278,11 +264,9 @@ def _refuse(where: str, what: str) -> NotSupportedError:
 def _solve_inside_f(original: Callable, tape: Tape, args: tuple, kwargs: dict) -> Any:
     label = "scipy.integrate.solve_ivp"
     where = user_location()
-    user = dict(inspect.signature(original).bind(*args, **kwargs).arguments)
+    user, extra = bound_arguments(original, args, kwargs)
     options = dict(user.pop("options", {}))
     fun, t_span, y0 = user["fun"], user["t_span"], user["y0"]
-    extra = user.get("args") or ()
-    extra = tuple(extra) if isinstance(extra, (tuple, list)) else (extra,)
     for p, what in (("events", "events"), ("dense_output", "dense_output=True"), ("vectorized", "vectorized=True")):
         if user.get(p):
             raise _refuse(where, what)

@@ -16,7 +16,6 @@ quadrature's tolerance.
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +23,19 @@ from typing import Any
 import numpy as np
 
 from ..._errors import NotSupportedError
-from ._callbacks import Callback, CallbackPrim, SubTape, call_scipy, inside, own_slot, replayed
+from ._callbacks import (
+    Callback,
+    CallbackPrim,
+    SubTape,
+    bound_arguments,
+    call_scipy,
+    inside,
+    own_slot,
+    plain_value,
+    record_sub,
+    replayed,
+    tangent_batch,
+)
 from ._graph import Tape, Traced, current_tape
 from ._hooks import hook
 from ._prim import into, shape_of
@@ -75,32 +86,27 @@ class Quadrature(CallbackPrim):
 
     def jvp(self, ins: tuple, y: Any, ts: tuple, b_: int, out: Any = None) -> Any:
         caps, a, b = self._split(ins)
-        ts_caps, ta, tb = self._split(ts, fixed=False)
         shape = shape_of(y)
 
-        def one(tangents: list, ta: Any, tb: Any) -> Any:
+        def one(item: list) -> Any:
+            tangents, ta, tb = self._split(tuple(item), fixed=False)
             total = self._limit_terms(caps, a, b, ta, tb)
-            own = [s for _, s in self.integrand.tape.captures]
-            seeds = {own[i]: t for i, t in enumerate(tangents) if t is not None}
-            if seeds:
-                inner = self._tangent_integral(caps, a, b, tangents, seeds)
+            if any(t is not None for t in tangents):
+                inner = self._tangent_integral(caps, a, b, tangents)
                 total = inner if total is None else np.add(total, inner)
             return np.zeros(shape) if total is None else total
 
-        if b_ == 0:
-            r = one(ts_caps, ta, tb)
-        else:
-            count = next(shape_of(t)[0] for t in ts if t is not None)
-            pick = lambda t, j: None if t is None else t[j]
-            r = np.stack([one([pick(t, j) for t in ts_caps], pick(ta, j), pick(tb, j)) for j in range(count)])
-        return into(out, r)
+        r = [one(item) for item in tangent_batch(ts, b_)]
+        return into(out, r[0] if b_ == 0 else np.stack(r))
 
-    def _tangent_integral(self, caps: list, a: Any, b: Any, tangents: list, seeds: dict) -> Any:
+    def _tangent_integral(self, caps: list, a: Any, b: Any, tangents: list) -> Any:
+        """The integral of the integrand's tangent for tangents of the captures."""
         integrand = self.integrand
         if _any_traced(caps, a, b, tangents):
             return self._derived(
-                caps, a, b, tangents, lambda env, extra: integrand.tangent(env, _seeds(integrand, extra))
+                caps, a, b, tangents, lambda env, extra: integrand.tangent(env, integrand.seeds(extra))
             )
+        seeds = integrand.seeds(tangents)
 
         def tangent_at(t: float) -> Any:
             env = integrand.env(np.asarray(t), caps)
@@ -131,9 +137,8 @@ class Quadrature(CallbackPrim):
 
             if integrand.shape == () and int(np.prod(target, dtype=np.int64)) == 1 and b_ == 0:
                 # a scalar integral in a scalar: g times the tangent integral (SciPy's scalar routine)
-                unit = np.ones(target)
-                tangents = [unit if c == i else None for c in range(self.k)]
-                return np.multiply(cot, self._tangent_integral(caps, a, b, tangents, {own: unit}))
+                tangents = [np.ones(target) if c == i else None for c in range(self.k)]
+                return np.multiply(cot, self._tangent_integral(caps, a, b, tangents))
 
             def cotangent_at(t: float) -> Any:
                 env = integrand.env(np.asarray(t), caps)
@@ -150,19 +155,16 @@ class Quadrature(CallbackPrim):
         """On traced values: the integral of `sweep(env at t, extra)` (a tangent or cotangent of the
         integrand) recorded as a sub-tape of the traced values' tape and integrated by a new node."""
         tape = next(v._tape for v in (*caps, a, b, *extra) if isinstance(v, Traced))
-        sub = tape.child()
-        t0 = np.array(0.5 * (_plain(a) + _plain(b)) if np.isfinite(_plain(a) + _plain(b)) else 0.0)
-        sub.x = sub.add_slot(t0, "x", True, True)
-        t0.flags.writeable = False
-        inner = [inside(sub, v) for v in caps]
-        env = self.integrand.env(TapeArray(sub, sub.x), inner)
-        self.integrand.run(env)
-        r = sweep(env, [inside(sub, v) for v in extra])
-        if r is None:
-            r = np.zeros(self.integrand.shape if shape is None else shape)
-        sub.output = own_slot(sub, r)
-        sub.closed = True
-        derived = SubTape(sub, True)
+        mid = _plain(a) + _plain(b)
+
+        def build(t: TapeArray) -> Any:
+            sub = t._tape
+            env = self.integrand.env(t, [inside(sub, v) for v in caps])
+            self.integrand.run(env)
+            r = sweep(env, [inside(sub, v) for v in extra])
+            return np.zeros(self.integrand.shape if shape is None else shape) if r is None else r
+
+        derived = SubTape(record_sub(tape, 0.5 * mid if np.isfinite(mid) else 0.0, build), True)
         limits = (None if isinstance(a, Traced) else _plain(a), None if isinstance(b, Traced) else _plain(b))
         node = Quadrature(derived, self.integrate, self.name, limits)
         args: list[Any] = [TapeArray(tape, s) for s in derived.outer]
@@ -170,13 +172,8 @@ class Quadrature(CallbackPrim):
         return node(*args) if args else node.forward()
 
 
-def _seeds(integrand: SubTape, tangents: list) -> dict:
-    own = [s for _, s in integrand.tape.captures]
-    return {own[i]: t for i, t in enumerate(tangents) if t is not None}
-
-
 def _plain(v: Any) -> float:
-    return float(v._tape.values[v._read()]) if isinstance(v, Traced) else float(v)
+    return float(plain_value(v))
 
 
 def _any_traced(*groups: Any) -> bool:
@@ -209,10 +206,8 @@ _FORWARDED = {
 
 def _integrate_inside_f(original: Callable, name: str, label: str, tape: Tape, args: tuple, kwargs: dict) -> Any:
     where = user_location()
-    user = dict(inspect.signature(original).bind(*args, **kwargs).arguments)
+    user, extra = bound_arguments(original, args, kwargs)
     fn = user["func" if name == "quad" else "f"]
-    extra = user.get("args", ())
-    extra = tuple(extra) if isinstance(extra, (tuple, list)) else (extra,)
     for p in ("weight", "wvar", "wopts", "complex_func", "full_output"):
         if user.get(p):
             raise NotSupportedError(

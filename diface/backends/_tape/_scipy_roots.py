@@ -21,7 +21,6 @@ values.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import operator
 import threading
 from collections.abc import Callable, Iterator
@@ -31,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..._errors import ConvergenceError, NotSupportedError
-from ._callbacks import Callback, SubTape, call_scipy, gradient_tape, own_slot, replayed
+from ._callbacks import Callback, SubTape, bound_arguments, call_scipy, gradient_tape, own_slot, replayed
 from ._graph import Tape, Traced, current_tape
 from ._hooks import hook
 from ._implicit import ImplicitRoot, Solve
@@ -199,11 +198,9 @@ def _rule(name: str) -> Callable:
 def _solve_inside_f(original: Callable, spec: _Spec, label: str, tape: Tape, args: tuple, kwargs: dict) -> Any:
     where = user_location()
     try:
-        user = dict(inspect.signature(original).bind(*args, **kwargs).arguments)
+        user, extra = bound_arguments(original, args, kwargs)
     except TypeError:
         return original(*args, **kwargs)  # SciPy's own message for a wrong call
-    extra = user.get("args", ())
-    extra = tuple(extra) if isinstance(extra, (tuple, list)) else (extra,)
     fun = user.get(spec.fun)
     if not callable(fun):
         return original(*args, **kwargs)
