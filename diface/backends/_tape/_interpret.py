@@ -57,20 +57,7 @@ def jvp_from(tape: Tape, env: list, seeds: dict[int, Any], order: list[int]) -> 
 
 def vjp_to(tape: Tape, env: list, cotangent: Any, order: list[int]) -> dict[int, Any]:
     """`vjp` returning the cotangent of every active slot the sweep reached (slot -> cotangent)."""
-    return _strong_where_needed(_vjp_all, tape, env, cotangent, order, reverse=True) or {}
-
-
-def _vjp_all(tape: Tape, env: list, cotangent: Any, order: list[int], strong: Container[int]) -> Any:
-    adjoints = _adjoints(tape, env, cotangent, order, strong)
-    return _AllAdjoints(adjoints)
-
-
-class _AllAdjoints(dict):
-    """The adjoints of a sweep, which `_strong_where_needed` checks for NaN as an array."""
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        parts = [np.ravel(np.asarray(v)) for v in self.values() if not isinstance(v, Traced)]
-        return np.concatenate(parts) if parts else np.zeros(0)
+    return _strong_where_needed(_adjoints, tape, env, cotangent, order, reverse=True)
 
 
 def jvp(tape: Tape, env: list, tangent: Any, order: list[int]) -> Any:
@@ -90,7 +77,8 @@ def _strong_where_needed(sweep: Any, tape: Tape, env: list, seed: Any, order: li
         if _traced(tape, env, seed):
             return sweep(tape, env, seed, order, tape.guarded(order, reverse=reverse))
         r = sweep(tape, env, seed, order, ())
-        if r is not None and has_nan(np.asarray(r)):
+        values = r.values() if isinstance(r, dict) else () if r is None else (r,)  # every slot's (vjp_to)
+        if any(has_nan(np.asarray(v)) for v in values):
             r = sweep(tape, env, seed, order, _EVERY)
         return r
 
