@@ -317,7 +317,8 @@ class Tape:
     def unbounded(self) -> frozenset[int]:
         """The slots whose values may be infinite or NaN although x is finite: the outputs of operations
         that can divide by zero or overflow (`Prim.unbounded`), literals that are not finite, context
-        values (any value may come in at a call), and what is computed from any of them (boolean and
+        values (any value may come in at a call), a sub-tape's captures of such values of the enclosing
+        tape, and what is computed from any of them (boolean and
         integer values excepted). Sweeps check their results for NaN only where this is not empty;
         rules recorded on traced values take strong products where it meets them (`guarded`)."""
         return self._analysis()[0]
@@ -333,10 +334,13 @@ class Tape:
         slots, values = self.slots, self.values
         wild: set[int] = set()
         singular = False
+        # a sub-tape's captures are as bounded as the enclosing tape's values they hold
+        outer = self.parent.unbounded() if self.parent is not None else frozenset()
+        wild_captures = {own for held, own in self.captures if held in outer}
         for s, slot in enumerate(slots):
             if slot.dtype.kind not in "fc":
                 continue
-            if slot.kind in ("constant", "cache"):
+            if slot.kind in ("constant", "cache") or s in wild_captures:
                 wild.add(s)
             elif slot.kind == "literal" and values[s] is not None and not np.all(np.isfinite(values[s])):
                 wild.add(s)
