@@ -31,14 +31,6 @@ TAPE = di.AutoTape()
 RNG = np.random.default_rng(30)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _jax_x64() -> Any:
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", old)
-
-
 def check(
     f: Callable,
     x: np.ndarray,

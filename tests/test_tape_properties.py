@@ -120,14 +120,6 @@ SETTINGS = settings(max_examples=100, deadline=None, derandomize=True)
 TAPE = di.AutoTape()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _jax_x64() -> Any:
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
-
-
 def _close(a: Any, b: Any) -> None:
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-11)
 

@@ -27,14 +27,6 @@ TAPE = di.AutoTape()
 FD = di.AutoFiniteDiff()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _jax_x64() -> Any:
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", old)
-
-
 def _reference(f: Callable, engine: str, xp: Any) -> tuple[Callable, Callable]:
     """(jacobian, hessian-of-g) functions of the reference engine for f written with namespace xp."""
     if engine == "jax":  # compiled: JAX's op-by-op dispatch is slower than compiling these small functions
