@@ -33,6 +33,7 @@ __all__ = [
     "LastCall",
     "SubTape",
     "call_scipy",
+    "flat",
     "gradient_tape",
     "inside",
     "plain_value",
@@ -270,6 +271,11 @@ class LastCall:
     def put(self, owner: object, values: tuple, result: Any) -> Any:
         self._local.last = (owner, tuple(np.array(v) for v in values), result)
         return result
+
+
+def flat(v: Any, size: int) -> np.ndarray:
+    """A sweep's tangent or cotangent as a flat float vector of `size` (zeros where the sweep gave None)."""
+    return np.zeros(size) if v is None else np.reshape(np.asarray(v, dtype=np.float64), (size,))
 
 
 def plain_value(v: Any) -> np.ndarray:

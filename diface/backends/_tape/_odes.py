@@ -32,6 +32,7 @@ from ._callbacks import (
     SubTape,
     bound_arguments,
     call_scipy,
+    flat,
     inside,
     own_slot,
     record_sub,
@@ -216,8 +217,8 @@ class OdeSolution(CallbackPrim):
             env = rhs.env(np.concatenate(([t], state(t))), caps)
             rhs.run(env)
             cots = rhs.cotangents(env, w[:n])
-            parts = [-_flat(cots.get(x), n + 1)[1:]]
-            parts += [-_flat(cots.get(s), size) for s, size in zip(rhs.own, sizes)]
+            parts = [-flat(cots.get(x), n + 1)[1:]]
+            parts += [-flat(cots.get(s), size) for s, size in zip(rhs.own, sizes)]
             return np.concatenate(parts)
 
         g = np.asarray(g, dtype=np.float64)
@@ -241,10 +242,6 @@ class OdeSolution(CallbackPrim):
 
 #: the last adjoint solve of each thread
 _LAST = LastCall()
-
-
-def _flat(v: Any, size: int) -> np.ndarray:
-    return np.zeros(size) if v is None else np.reshape(np.asarray(v, dtype=np.float64), (size,))
 
 
 def _rule(original: Callable, *args: Any, **kwargs: Any) -> Any:

@@ -26,9 +26,11 @@ from ..._errors import NotSupportedError
 from ._callbacks import (
     Callback,
     CallbackPrim,
+    LastCall,
     SubTape,
     bound_arguments,
     call_scipy,
+    flat,
     inside,
     own_slot,
     plain_value,
@@ -139,17 +141,32 @@ class Quadrature(CallbackPrim):
                 # a scalar integral in a scalar: g times the tangent integral (SciPy's scalar routine)
                 tangents = [np.ones(target) if c == i else None for c in range(self.k)]
                 return np.multiply(cot, self._tangent_integral(caps, a, b, tangents))
-
-            def cotangent_at(t: float) -> Any:
-                env = integrand.env(np.asarray(t), caps)
-                integrand.run(env)
-                c = integrand.cotangents(env, cot).get(own)
-                return np.zeros(target) if c is None else np.asarray(c)
-
-            return self.integrate(cotangent_at, float(a), float(b), True)
+            return self._cotangent_integrals(caps, a, b, cot)[i]
 
         r = one(g) if b_ == 0 else np.stack([one(g[j]) for j in range(shape_of(g)[0])])
         return into(out, r)
+
+    def _cotangent_integrals(self, caps: list, a: Any, b: Any, cot: Any) -> list:
+        """Every capture's cotangent for the integral's cotangent `cot` (plain values): the integral of
+        the integrand's cotangents, all captures in one vector integral; the reverse sweep asks for
+        one input at a time, and the next finds them kept (`LastCall`)."""
+        known = _LAST.get(self, (*caps, a, b, cot))
+        if known is not None:
+            return known
+        integrand = self.integrand
+        shapes = [shape_of(c) for c in caps]
+        sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
+
+        def cotangents_at(t: float) -> Any:
+            env = integrand.env(np.asarray(t), caps)
+            integrand.run(env)
+            cots = integrand.cotangents(env, cot)
+            return np.concatenate([flat(cots.get(own), size) for own, size in zip(integrand.own, sizes)])
+
+        stacked = self.integrate(cotangents_at, float(a), float(b), True)
+        ends = np.cumsum(sizes)
+        result = [np.reshape(stacked[end - size : end], shape) for end, size, shape in zip(ends, sizes, shapes)]
+        return _LAST.put(self, (*caps, a, b, cot), result)
 
     def _derived(self, caps: list, a: Any, b: Any, extra: list, sweep: Callable, shape: tuple | None = None) -> Any:
         """On traced values: the integral of `sweep(env at t, extra)` (a tangent or cotangent of the
@@ -170,6 +187,10 @@ class Quadrature(CallbackPrim):
         args: list[Any] = [TapeArray(tape, s) for s in derived.outer]
         args += [v for v in (a, b) if isinstance(v, Traced)]
         return node(*args) if args else node.forward()
+
+
+#: the last cotangent integrals of each thread
+_LAST = LastCall()
 
 
 def _plain(v: Any) -> float:
