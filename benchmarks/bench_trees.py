@@ -104,7 +104,7 @@ def _layer_overhead(prep, p: dict, repeat: int) -> float:
     """Seconds per call of what the tree layer adds: flatten, check and ravel x, cut the result back (with
     JAX's fused program, where ravel and the cutting are compiled into the one program: flatten and check)."""
     xi = prep.codec.xi
-    if prep._tree_direct is not None and prep.ops.compiles:  # one compiled program
+    if prep.route["gradient"].compiled:  # one compiled program
         return _best(lambda: xi.matches(*xi.flattener.flatten(p)), repeat)
     flat_grad = xi.ravel_leaves(xi.flattener.flatten(p)[0])
 

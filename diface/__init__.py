@@ -10,7 +10,7 @@ Importing diface imports no framework: a backend imports its engine on first use
 from typing import TYPE_CHECKING
 
 from ._backend import Backend, check_available, check_inplace
-from ._complex import realify
+from ._call.complex import realify
 from ._contexts import Cache, Constant
 from ._differentiate_with import DifferentiateWith
 from ._errors import (
@@ -69,9 +69,9 @@ from ._operators import (
     value_gradient_and_hessian,
     value_gradient_and_laplacian,
 )
-from ._prep import Prep
+from ._call.prep import Prep
 from ._second_order import SecondOrder
-from ._tree_info import ravel
+from ._call.trees.info import ravel
 from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoMLX, AutoPyTensor, AutoTape, AutoTensorFlow, AutoTorch
 
 if TYPE_CHECKING:  # loaded lazily below; imported here for type checkers and the API reference

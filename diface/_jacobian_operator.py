@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._backend import Backend
-from ._complex import has_complex_dtype
+from ._call.complex import has_complex_dtype
 from ._contexts import Context
 from ._operators import prepare_pullback_same_point, prepare_pushforward_same_point
-from ._prepare import require_holomorphic
+from ._call.prepare import require_holomorphic
 from ._problem import size_of
-from ._tree_info import TreeInfo
+from ._call.trees.info import TreeInfo
 
 if TYPE_CHECKING:
-    from ._prep_classes import PullbackPrep
+    from ._call.prep import PullbackPrep
 
 __all__ = ["JacobianOperator", "jacobian_operator"]
 

@@ -16,7 +16,7 @@ from ._derive import SecondOrderPlan
 from ._kernel import Kernel, Result, Run
 from ._linearization import Linearization, Linearizer
 from ._problem import Problem
-from ._trees import TreeLibrary, register_tree_library
+from ._call.trees.registry import TreeLibrary, register_tree_library
 from ._wrapper import Wrapper
 
 __all__ = [

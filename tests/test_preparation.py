@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import diface as di
+from diface._call import plan
 
 
 @dataclass(frozen=True)
@@ -85,13 +86,19 @@ def test_prepare_hvp_needs_no_tangent():
 
 
 @pytest.mark.parametrize("op", ["pushforward", "pullback", "hvp"])
-def test_x_and_one_tangent_of_the_prepared_specs_take_the_quick_test(op):
+def test_x_and_one_tangent_of_the_prepared_specs_take_the_quick_test(op, monkeypatch):
     """The quick test of x and one tangent passes for arguments of the prepared specs (it compared x's
     spec with a field only set for calls without a tangent, so every such call took the general path)."""
     f = (lambda x: np.sum(np.sin(x) ** 2)) if op == "hvp" else np.sin
     x, t = np.linspace(0.0, 1.0, 5), np.ones(5)
     prep = getattr(di, f"prepare_{op}")(f, di.AutoTape(), x, t)
-    assert prep.guard.tangent_matches(x, t)
-    assert not prep.guard.tangent_matches(x[:4], t[:4]) and not prep.guard.tangent_matches(x, t.astype(np.float32))
+    assert prep.route[op].accept == "x and 1 tangent"
+    general: list = []
+    original = plan.general_call
+    monkeypatch.setattr(plan, "general_call", lambda *a: general.append(a) or original(*a))
+    for _ in range(2):
+        getattr(prep, op)(x, t)
+    assert general == []  # the plan took both calls
     with pytest.raises(di.PreparationMismatchError, match=r"tx|ty"):
         getattr(prep, op)(x, t.astype(np.float32))
+    assert len(general) == 1  # the general path reported the one of other specs

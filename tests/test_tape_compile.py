@@ -125,7 +125,7 @@ def test_a_linearization_applies_any_number_of_batches():
     x = RNG.standard_normal(4)
     problem_prep = di.prepare_jacobian(f, TAPE, x, di.Constant(a))
     jac = problem_prep.jacobian(x, di.Constant(a))
-    linearizer = TAPE.prepare_linearize(problem_prep._problem, "forward")
+    linearizer = TAPE.prepare_linearize(problem_prep._prepared.problem, "forward")
     lin = linearizer(x, (a,), None)
     assert isinstance(lin, ReplayLinearization) and not lin.shareable
     np.testing.assert_allclose(lin.value, f(x, a))

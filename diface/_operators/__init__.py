@@ -1,6 +1,6 @@
 """The public operators, their value variants and their preparations.
 
-Every function here is a thin entry into the shared call path (`diface._prepare`), one module per
+Every function here is a thin entry into the shared call path (`diface._call.prepare`), one module per
 family: `products` (pushforward, pullback), `derivatives` (derivative, gradient, jacobian),
 `second_order` (second_derivative, hessian, hvp) and `inverse` (the Jacobian-inverse products). Shapes:
 `x` has shape `xs`, `f(x)` has shape `ys`; a tangent `tx` is shaped like `x` and a cotangent `ty` like

@@ -9,12 +9,12 @@ from typing import Any
 from .._backend import Backend
 from .._contexts import Context
 from .._optable import OPERATORS
-from .._prep_classes import (
+from .._call.prep import (
     DerivativePrep,
     GradientPrep,
     JacobianPrep,
 )
-from .._prepare import call, prepare
+from .._call.prepare import call, prepare
 
 __all__ = [
     "derivative",

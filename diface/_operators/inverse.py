@@ -11,8 +11,8 @@ from .._contexts import Context
 from .._derive import InverseSolver
 from .._errors import PreparationMismatchError
 from .._optable import OPERATORS, Operator
-from .._prep_classes import InversePullbackPrep, InversePushforwardPrep
-from .._prepare import call, prepare
+from .._call.prep import InversePullbackPrep, InversePushforwardPrep
+from .._call.prepare import call, prepare
 
 __all__ = [
     "inverse_pullback",

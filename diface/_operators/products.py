@@ -8,8 +8,8 @@ from typing import Any
 from .._backend import Backend
 from .._contexts import Context
 from .._optable import OPERATORS
-from .._prep_classes import PullbackPrep, PushforwardPrep
-from .._prepare import call, prepare
+from .._call.prep import PullbackPrep, PushforwardPrep
+from .._call.prepare import call, prepare
 
 __all__ = [
     "prepare_pullback",

@@ -17,8 +17,8 @@ from .._derive import LaplacianMethod
 from .._derive.laplacian import METHODS
 from .._errors import ArgumentError, PreparationMismatchError
 from .._optable import OPERATORS
-from .._prep_classes import LaplacianPrep, TaylorPrep
-from .._prepare import call, prepare
+from .._call.prep import LaplacianPrep, TaylorPrep
+from .._call.prepare import call, prepare
 from .second_order import _tangent_like_x
 
 __all__ = [
@@ -241,5 +241,5 @@ def _method(method: Any, samples: Any, seed: Any, where: str) -> LaplacianMethod
 
 
 def _check_prepared_method(prep: Any, method: LaplacianMethod, where: str) -> None:
-    if isinstance(prep, LaplacianPrep) and prep._options != method:
-        raise PreparationMismatchError(f"{where}: prepared with {prep._options}, called with {method}")
+    if isinstance(prep, LaplacianPrep) and prep.settings.options != method:
+        raise PreparationMismatchError(f"{where}: prepared with {prep.settings.options}, called with {method}")

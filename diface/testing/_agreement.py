@@ -23,8 +23,8 @@ from .._contexts import Context
 from .._engines import engine_of, namespace_of
 from .._errors import ArgumentError, NotSupportedError
 from .._table import format_table
-from .._tree_info import ravel
-from .._trees import is_tree
+from .._call.trees.info import ravel
+from .._call.trees.registry import is_tree
 from ._check import tolerances
 
 __all__ = ["Agreement", "AgreementRow", "check_agreement"]

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from .._engines import namespace_of
-from .._tree_info import TreeInfo
-from .._trees import flattener_for, tree_paths
+from .._call.trees.info import TreeInfo
+from .._call.trees.registry import flattener_for, tree_paths
 from ._check import Failure
 
 __all__ = ["TreeScenario", "check_tree_operator", "tree_scenarios"]
@@ -91,7 +91,7 @@ class TreeScenario:
 
 
 def _is_tree(a: Any) -> bool:
-    from .._trees import is_tree
+    from .._call.trees.registry import is_tree
 
     return is_tree(a)
 

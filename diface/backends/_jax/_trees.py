@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._trees import Flattener, foreign_nodes, register_tree_library
+from ..._call.trees.registry import Flattener, foreign_nodes, register_tree_library
 
 __all__ = ["JaxTrees"]
 

@@ -1,6 +1,6 @@
 """The description of one tree (`TreeInfo`): its structure, leaf paths, shapes and dtypes as a preparation
 remembers them, how to ravel a tree of that shape into one 1-D array of its leaves' library and to cut a
-flat array back into such a tree; and `ravel`, the public form of it. Flattening is `diface._trees`'s.
+flat array back into such a tree; and `ravel`, the public form of it. Flattening is `diface._call.trees.registry`'s.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import NUMPY, ArrayOps, ops_for, reshaped
-from ._complex import from_pairs
-from ._errors import ArgumentError, NotSupportedError, ShapeError
-from ._trees import SCALARS, flattener_for, is_tree, tree_paths
+from ..._arrays import NUMPY, ArrayOps, ops_for, reshaped
+from ..._errors import ArgumentError, NotSupportedError, ShapeError
+from ..check import describe, specs_test
+from ..complex import from_pairs
+from .registry import SCALARS, flattener_for, is_tree, tree_paths
 
 __all__ = ["TreeInfo", "ops_floating", "ravel"]
 
@@ -33,6 +34,7 @@ class TreeInfo:
         "flattener",
         "label",
         "leaf_specs",
+        "leaves_test",
         "mode",
         "n",
         "offsets",
@@ -47,7 +49,7 @@ class TreeInfo:
     def __init__(
         self, tree: Any, label: str, where: str, one_library: bool = True, complex_mode: str | None = None
     ) -> None:
-        """`complex_mode`: how complex leaves are held in the flat array (see `diface._complex`): None
+        """`complex_mode`: how complex leaves are held in the flat array (see `diface._call.complex`): None
         refuses them, "pairs" holds (real, imaginary) pairs, "real" the real parts alone (the imaginary
         parts travel beside it: `imag_of`)."""
         self.label = label
@@ -89,6 +91,8 @@ class TreeInfo:
         self.ops = ops if ops is not None else NUMPY
         self.scalar_leaves = any(isinstance(v, SCALARS) for v in leaves)
         self.leaf_specs = tuple(_spec(v) for v in raw)
+        #: `leaves_test(leaves)`: a tree's leaves have the specs of this one's, one for one
+        self.leaves_test = specs_test(tuple(describe(v) for v in raw))
         self.shapes = tuple(() if isinstance(v, SCALARS) else tuple(v.shape) for v in leaves)
         self.complex_leaves = tuple(not isinstance(v, SCALARS) and self.ops.is_complex(v.dtype) for v in leaves)
         elem_sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
@@ -178,13 +182,8 @@ class TreeInfo:
         return lines
 
     def matches(self, leaves: list, spec: Any) -> bool:
-        if spec != self.spec or len(leaves) != len(self.leaf_specs):
-            return False
-        for leaf, s in zip(leaves, self.leaf_specs):
-            if type(leaf) is not s[0] or getattr(leaf, "dtype", None) != s[1] or getattr(leaf, "shape", None) != s[2]:
-                if _spec(leaf) != s:
-                    return False
-        return True
+        """A flattened tree (`leaves`, `spec`) has this tree's structure and leaf specs."""
+        return spec == self.spec and self.leaves_test(leaves)
 
     # -- raveling ---------------------------------------------------------------------------------------
     def ravel_leaves(self, leaves: list, like: Any = None) -> Any:

@@ -2,9 +2,9 @@
 
 `prepare(cls, ...)` (`cls`: the operator's `Prep` class, `GradientPrep`, ...) validates the arguments,
 converts them to the backend's arrays, builds the `Problem` and asks the backend for its `Kernel`;
-structured calls (trees, `has_aux`, `output="matrix"`) first get a codec and prepare the flat problem it
-stands for, the same way. `call(op, ...)` prepares for one call (unprepared operators) or checks and
-reuses the preparation given.
+structured calls (trees, complex numbers, `has_aux`, `output="matrix"`) first get a codec and prepare
+the flat problem it stands for, the same way. `call(op, ...)` prepares for one call (unprepared
+operators: no strict check, no plans) or checks and reuses the preparation given.
 """
 
 from __future__ import annotations
@@ -14,21 +14,22 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ._arrays import NUMPY, ops_for
-from ._backend import Backend, require_backend
-from ._codec import Flat, TreeCodec, make_codec, structured
-from ._complex import holomorphic_residual, holomorphy_error, holomorphy_tolerance
-from ._contexts import Constant, check_contexts
-from ._convert import check_floating, kind, native_context_value, native_tangent, native_x, snapshot
-from ._errors import ArgumentError, NotSupportedError, PreparationMismatchError, ShapeError
-from ._kernel import Kernel
-from ._optable import OPERATORS, Operator
-from ._prep import Prep
-from ._prep_classes import PREP_CLASSES
-from ._problem import ComplexOutput, Problem, TreeOutput, dtype_of, shape_of, size_of
-from ._strict import Guard, labelled
-from ._tree_info import TreeInfo
-from ._trees import flattener_for
+from .._arrays import NUMPY, ops_for
+from .._backend import Backend, require_backend
+from .._contexts import Constant, check_contexts
+from .._errors import ArgumentError, NotSupportedError, PreparationMismatchError, ShapeError
+from .._kernel import Kernel
+from .._optable import OPERATORS, Operator
+from .._problem import ComplexOutput, Problem, TreeOutput, dtype_of, shape_of, size_of
+from .check import Guard, labelled
+from .complex import holomorphic_residual, holomorphy_error, holomorphy_tolerance
+from .convert import check_floating, kind, native_context_value, native_tangent, native_x, snapshot
+from .prep import PREP_CLASSES, Prep
+from .prepared import Prepared
+from .settings import Settings
+from .trees.codec import Flat, TreeCodec, make_codec, structured
+from .trees.info import TreeInfo
+from .trees.registry import flattener_for
 
 __all__ = ["call", "prepare", "prepare_kernel", "require_holomorphic"]
 
@@ -188,34 +189,24 @@ def _prepare_flat(
     batch, native = _tangents(op, extra, ops, xn, problem, x_dtype, (y_shape, y_dtype), where)
     kernel = prepare_kernel(op, backend, problem, native, same_point, options)
     user_f, user_x, user_extra, user_y, user_contexts = user
+    guard = None
+    if not single_use:  # a preparation for one call checks nothing
+        if codec is not None:
+            labels, values = codec.labelled(user_x, user_extra, user_contexts, user_y)
+            what = "tree structure and every leaf's type, dtype and shape"
+        else:
+            labels, values = labelled(op.tangent, x, extra, contexts, y)
+            what = "array type, dtype and shape of every argument"
+        guard = Guard(op.name, user_f, backend, labels, values, ops, same_point, user_contexts, what)
     if codec is not None:
-        labels, values = codec.labelled(user_x, user_extra, user_contexts, user_y)
-        what = "tree structure and every leaf's type, dtype and shape"
-    else:
-        labels, values = labelled(op.tangent, x, extra, contexts, y)
-        what = "array type, dtype and shape of every argument"
-    guard = Guard(op.name, user_f, backend, labels, values, ops, same_point, user_contexts, what)
+        codec.bind(ops, problem.x_shape, y_shape)
 
     def remake() -> Kernel:
         return prepare_kernel(op, backend, problem, native, same_point, options)
 
-    prep = cls(
-        problem,
-        backend,
-        kernel,
-        guard,
-        f=user_f,
-        strict=strict,
-        same_point=same_point,
-        batch=batch,
-        to_user=to_user,
-        codec=codec,
-        has_aux=has_aux,
-        output=output,
-        tangents=native,
-        options=options,
-        remake=remake,
-    )
+    settings = Settings(has_aux=has_aux, output=output, options=options, strict=strict, same_point=same_point)
+    prepared = Prepared(op, user_f, backend, problem, kernel, guard, settings, codec, batch, native, to_user, remake)
+    prep = cls(prepared)
     if ops.compiles and not single_use:
         _compile_every_variant(prep, user_x, user_extra, user_contexts, user_y)
     return prep
@@ -351,11 +342,7 @@ def call(
         raise PreparationMismatchError(
             f"{op.name}: prep= must come from di.prepare_{op.name}(...), this one was made by di.prepare_{prep.op.name}"
         )
-    if bool(has_aux) != prep.has_aux or output != prep.output:
-        raise PreparationMismatchError(
-            f"{op.name}: prepared with has_aux={prep.has_aux}, output={prep.output!r}; called with "
-            f"has_aux={has_aux}, output={output!r}"
-        )
+    prep._prepared.settings.require(op.name, has_aux, output)
     if prep.strict and not ((f is prep.f or f == prep.f) and (backend is prep.backend or backend == prep.backend)):
         prep.check(x, extra, contexts, y, f, backend)  # raises, naming f or the backend
     return prep.run(full, x, extra, contexts, out, y)

@@ -13,7 +13,7 @@ dot product of the pairs), the operators are (SPEC.md, "Complex numbers"):
   the complex inputs (their imaginary parts held fixed, as a constant beside them: "real" mode), after a
   check, at preparation, that J(i·v) = i·J(v) for a random v.
 
-The call path (`diface._codec`) prepares every call with a complex input or output as the real problem
+The call path (`diface._call.trees.codec`) prepares every call with a complex input or output as the real problem
 on pairs, through the machinery of trees: no engine sees a complex input or output, only complex values
 inside f, so each engine's own complex convention (JAX's and autograd's conjugated gradients, torch's)
 never reaches the user. `realify(f)` is the same transformation, public.
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import NUMPY, ops_for
-from ._errors import NotSupportedError
+from .._arrays import NUMPY, ops_for
+from .._errors import NotSupportedError
 
 __all__ = [
     "HOLOMORPHIC_OPERATORS",

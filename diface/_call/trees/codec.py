@@ -1,6 +1,6 @@
 """Trees and auxiliary outputs: the codec between the user's structured arguments and a flat problem.
 
-When `x`, `y`, a tangent or what `f` returns is a tree (see `diface._trees`), or `has_aux=True` or
+When `x`, `y`, a tangent or what `f` returns is a tree (see `diface._call.trees.registry`), or `has_aux=True` or
 `output="matrix"` is asked for, the call path prepares the flat problem
 `f_flat(x_flat) = ravel(f(unravel(x_flat)))` in its place with the ordinary machinery (x_flat: the raveled
 leaves, one concatenation; unravel: slices of x_flat reshaped to the leaves' shapes, which every engine
@@ -18,15 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import NUMPY, ArrayOps, ops_for, reshaped
-from ._complex import HOLOMORPHIC_OPERATORS, complex_rows, has_complex_dtype, to_pairs
-from ._contexts import Constant
-from ._convert import native_context_value, native_x
-from ._errors import ArgumentError, NotSupportedError, ShapeError
-from ._optable import Operator
-from ._strict import labelled
-from ._tree_info import TreeInfo
-from ._trees import flattener_for, is_tree, tree_paths
+from ..._arrays import NUMPY, ArrayOps, ops_for, reshaped
+from ..complex import HOLOMORPHIC_OPERATORS, complex_rows, has_complex_dtype, to_pairs
+from ..._contexts import Constant
+from ..convert import native_context_value, native_x
+from ..._errors import ArgumentError, NotSupportedError, ShapeError
+from ..._optable import Operator
+from ..check import labelled
+from .info import TreeInfo
+from .registry import flattener_for, is_tree, tree_paths
 
 __all__ = ["OUTPUTS", "Flat", "TreeCodec", "make_codec", "structured"]
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import NUMPY, ArrayOps
-from ._convert import kind
-from ._errors import ArgumentError, NotSupportedError, ShapeError
-from ._kernel import Kernel, Result
-from ._optable import Operator
+from .._arrays import NUMPY, ArrayOps
+from .convert import kind
+from .._errors import ArgumentError, NotSupportedError, ShapeError
+from .._kernel import Kernel, Result
+from .._optable import Operator
 
 __all__ = ["Delivery"]
 
@@ -25,11 +25,19 @@ class Delivery:
     """How one preparation's results reach the user (see the module docstring)."""
 
     def __init__(
-        self, op: Operator, kernel: Kernel, ops: ArrayOps, to_user: bool, x_shape: tuple, y_shape: tuple, dtype: Any
+        self,
+        op: Operator,
+        kernel: Kernel,
+        ops: ArrayOps,
+        to_user: bool,
+        x_shape: tuple,
+        y_shape: tuple,
+        dtype: Any,
+        order: int = 1,
     ) -> None:
         self.op = op
-        #: results per tangent of a series operator (Taylor coefficients): set by the preparation
-        self.order = 1
+        #: results per tangent of a series operator (its Taylor coefficients)
+        self.order = order
         self.ops = ops
         self.to_user = to_user
         #: results are NumPy arrays (NumPy input, or a NumPy engine)

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import NUMPY, ArrayOps
-from ._errors import ArgumentError, NotSupportedError
+from .._arrays import NUMPY, ArrayOps
+from .._errors import ArgumentError, NotSupportedError
 
 __all__ = [
     "check_floating",

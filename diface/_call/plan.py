@@ -1,0 +1,419 @@
+"""Plans: the route of a prepared call of the prepared specs, fixed once at preparation.
+
+A preparation has one plan per variant (the plain operator and its full variant). A plan is four
+stages, chosen when it is built:
+
+1. **accept**: the call has the prepared specs (x, the tangents, the contexts; a tree's leaves), by a
+   straight-line test for x alone and for x with one tangent, a loop only beyond. A call that fails it
+   goes to the general path (`diface._call.general`), which converts what it can and reports what
+   differs.
+2. **convert in**: nothing (native arrays), NumPy → the backend's arrays, a tree → the flat problem's
+   vector, a complex array → real pairs.
+3. **run**: the kernel's `direct` program (no tangents), its `direct_tangent` program (one tangent),
+   or `run`.
+4. **deliver**: the result as it is, through the `Delivery` (casts, NumPy, sparse matrices), or cut
+   back into trees (with f's auxiliary output).
+
+Where the kernel is traceable and the array library compiles (JAX), stages 2–4 are compiled into one
+program; the first call compiles it, and a program the library cannot compile (an aux of strings) is
+dropped for the same stages run one by one.
+
+This module is the only reader of the kernel's hints (`direct`, `direct_tangent`, `traceable`,
+`accepts_numpy`, `layout`). `Prep.route` shows what each variant's plan chose (`Route`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .._arrays import NUMPY
+from .check import spec_test
+from .convert import native_context_value
+from .general import context_values, general_call, tangents_in, with_aux, x_in
+from .prepared import Prepared
+
+__all__ = ["GENERAL", "Plan", "Route", "build_plans"]
+
+#: `(x, extra, contexts, check) -> result`: a variant's call without `out=` or `y=`
+Call = Callable[[Any, Any, tuple, bool], Any]
+
+
+class Route(NamedTuple):
+    """Which stages a call of the prepared specs takes (see the module docstring)."""
+
+    #: what the accept stage tests ("" where every call takes the general path)
+    accept: str
+    #: "identity", "NumPy -> native", "tree -> flat" or "complex -> pairs"
+    convert: str
+    #: "kernel.direct", "kernel.direct_tangent" or "kernel.run"
+    run: str
+    #: "as it is", "delivery", "trees" or "trees and aux"
+    deliver: str
+    #: stages 2-4 are one compiled program
+    compiled: bool = False
+
+    def __str__(self) -> str:
+        if not self.accept:
+            return "general path"
+        text = f"accept {self.accept} -> convert {self.convert} -> {self.run} -> deliver {self.deliver}"
+        return text + (" (one compiled program)" if self.compiled else "")
+
+
+#: the route of a preparation without plans: every call takes the general path
+GENERAL = Route("", "", "", "")
+
+
+class Plan(NamedTuple):
+    """One variant's plan: its call and the route it takes."""
+
+    call: Call
+    route: Route
+
+
+def build_plans(p: Prepared) -> tuple[Plan, Plan]:
+    """The plans of the plain operator and of its full variant."""
+    return _build(p, False), _build(p, True)
+
+
+def _build(p: Prepared, full: bool) -> Plan:
+    def general(x: Any, extra: Any, contexts: tuple, check: bool) -> Any:
+        return general_call(p, full, x, extra, contexts, None, None, check)
+
+    guard = p.guard
+    if guard is None or p.problem.y is not None:  # made for one call; an in-place f's calls pass y=
+        return Plan(general, GENERAL)
+    if p.codec is not None:
+        return _structured(p, full, general)
+    return _arrays(p, full, general)
+
+
+# -- arrays -------------------------------------------------------------------------------------------
+def _arrays(p: Prepared, full: bool, general: Call) -> Plan:
+    """The plan of a call of arrays: x, tangents and contexts."""
+    op, kernel, guard, settings, delivery = p.op, p.kernel, p.guard, p.settings, p.delivery
+    assert guard is not None and guard.x_test is not None
+    x_spec = guard.signature.specs[0]
+    if x_spec[1] is None:  # x a Python number: the general path converts it
+        return Plan(general, GENERAL)
+    accept, accept_text = _array_accept(p)
+    numpy_in = p.to_user and not p.takes_numpy
+    ops, batched = p.ops, p.batch is not None
+    tangent_types = () if op.tangent is None else tuple(s[0] for s in guard.signature.specs[1 : 1 + (p.batch or 1)])
+    # the direct programs take the arguments as the user passes them: native ones, or NumPy ones
+    # where the kernel takes them
+    usable = not p.to_user or (p.takes_numpy and x_spec[0] is np.ndarray)
+    usable = usable and all(t is x_spec[0] for t in tangent_types)
+    run, route_run = kernel.run, "kernel.run"
+    program: Callable | None = None
+    if not full and usable and not settings.same_point:
+        if op.tangent is None and kernel.direct is not None:
+            program, route_run = kernel.direct, "kernel.direct"
+        elif op.tangent is not None and not batched and kernel.direct_tangent is not None:
+            program, route_run = kernel.direct_tangent, "kernel.direct_tangent"
+    has_contexts = bool(guard.context_kinds)
+    convert = "NumPy -> native" if numpy_in else "identity"
+    identity = not numpy_in and all(t is p.native_type for t in tangent_types)
+
+    if program is not None:
+        stages = _direct_stages(p, program, op.tangent is not None)
+        deliver = "as it is" if delivery.layout is None and not p.to_user else "delivery"
+    elif op.tangent is None:
+        result = delivery.result
+
+        if not full and not numpy_in and not has_contexts:
+
+            def stages(x: Any, extra: Any, contexts: tuple) -> Any:
+                return result(run(x, None, (), None, False).result)
+
+        else:
+            deliver_full = delivery.deliver
+
+            def stages(x: Any, extra: Any, contexts: tuple) -> Any:
+                xn = x_in(p, x) if numpy_in else x
+                cv = context_values(p, contexts, xn) if contexts else ()
+                return deliver_full(run(xn, None, cv, None, full), full, False, None, None)
+
+        deliver = "delivery"
+    else:
+        deliver_all = delivery.deliver
+
+        def stages(x: Any, extra: Any, contexts: tuple) -> Any:
+            xn = x_in(p, x) if numpy_in else x
+            tn = (extra if batched else (extra,)) if identity else tangents_in(p, extra, xn)
+            cv = context_values(p, contexts, xn) if contexts else ()
+            return deliver_all(run(xn, tn, cv, None, full), full, batched, None, None)
+
+        deliver = "delivery"
+    compiled = False
+    if program is None and kernel.traceable and ops.compiles and not p.to_user and delivery.layout is None:
+        stages, compiled = _compiled(ops, stages, guard.context_kinds), True
+    route = Route(accept_text, convert, route_run, deliver, compiled)
+    if not settings.same_point and not batched and len(guard.context_kinds) <= 1 and not numpy_in:
+        # x alone or x and one tangent (and at most one context): the accept test and the commonest
+        # stages written out
+        if program is not None and deliver == "as it is" and not compiled:
+            return Plan(_straight(p, general, program, "program"), route)
+        if program is None and not compiled and op.tangent is None:
+            return Plan(_straight(p, general, run, "plain" if not full else "full"), route)
+        if not has_contexts:
+            return Plan(_straight(p, general, stages, "stages"), route)
+    return Plan(_accepting(accept, stages, general, settings.strict), route)
+
+
+def _straight(p: Prepared, general: Call, act: Callable, how: str) -> Call:
+    """The call of a plan for x alone or x and one tangent, with at most one context, its accept test in
+    straight-line code. `how` says what `act` is: the direct "program" (`act(x, cv)`, `act(x, t, cv)`),
+    the kernel's run of the "plain" operator or of the "full" variant (delivered here), or all the
+    "stages" (`act(x, t, contexts)`)."""
+    guard, strict, delivery, ops = p.guard, p.settings.strict, p.delivery, p.ops
+    assert guard is not None
+    specs = guard.signature.specs
+    xt, xd, xs, xdev = specs[0]
+    tangent = p.op.tangent is not None
+    if tangent:
+        tt, td, ts, tdev = specs[1]
+    else:
+        tt, td, ts, tdev = type(None), None, None, None
+    kinds = guard.context_kinds
+    n = len(kinds)
+    k0 = kinds[0] if n else None
+    c0 = spec_test(specs[2 if tangent else 1]) if n else None
+    convert = n and not (p.takes_numpy or ops is NUMPY)
+    checked = strict
+    result, deliver = delivery.result, delivery.deliver
+
+    def call(x: Any, t: Any, contexts: tuple, check: bool) -> Any:
+        if type(x) is xt and type(t) is tt and len(contexts) == n and (not n or type(contexts[0]) is k0):
+            if not (check and checked) or (
+                x.dtype == xd
+                and x.shape == xs
+                and (xdev is None or x.device == xdev)
+                and (not tangent or (t.dtype == td and t.shape == ts and (tdev is None or t.device == tdev)))
+                and (not n or c0(contexts[0].value))  # type: ignore[misc]
+            ):
+                if how == "stages":
+                    return act(x, t, contexts)
+                cv = () if not n else (native_context_value(ops, contexts[0].value, x),) if convert else (contexts[0].value,)
+                if how == "program":
+                    return act(x, t, cv) if tangent else act(x, cv)
+                if how == "plain":
+                    return result(act(x, None, cv, None, False).result)
+                return deliver(act(x, None, cv, None, True), True, False, None, None)
+        return general(x, t, contexts, check)
+
+    return call
+
+
+def _direct_stages(p: Prepared, program: Callable, tangent: bool) -> Callable[[Any, Any, tuple], Any]:
+    """Stages 2-4 around a direct program: the program itself where its result is what the user gets."""
+    ops, delivery, to_user = p.ops, p.delivery, p.to_user
+    layout, scalar = delivery.layout, delivery.scalar
+
+    def finish(d: Any) -> Any:
+        if layout is not None:
+            return layout.build(ops, ops.to_numpy(d) if to_user else d, delivery.user_numpy)
+        d = ops.to_numpy(d)
+        return d[()] if scalar else d
+
+    if tangent:
+        if layout is None and not to_user:
+            return lambda x, t, contexts: program(x, t, context_values(p, contexts, x) if contexts else ())
+        return lambda x, t, contexts: finish(program(x, t, context_values(p, contexts, x) if contexts else ()))
+    if layout is None and not to_user:
+        return lambda x, extra, contexts: program(x, context_values(p, contexts, x) if contexts else ())
+    return lambda x, extra, contexts: finish(program(x, context_values(p, contexts, x) if contexts else ()))
+
+
+def _array_accept(p: Prepared) -> tuple[Callable[[Any, Any, tuple, bool], bool], str]:
+    """The accept test of an array call `(x, extra, contexts, strict) -> bool`: the prepared specs where
+    the call is checked, the prepared types (and structure) where it is not; straight-line code for x
+    alone and x with one tangent."""
+    guard, op, settings = p.guard, p.op, p.settings
+    assert guard is not None and guard.x_test is not None and guard.tangent_tests is not None
+    specs = guard.signature.specs
+    xt, xd, xs, xdev = specs[0]
+    x_test, contexts_test = guard.x_test, guard.contexts_test
+    n_tangents = 0 if op.tangent is None else (p.batch or 1)
+    kinds = guard.context_kinds
+    context_specs = specs[1 + n_tangents : 1 + n_tangents + len(kinds)]
+    same_point = settings.same_point
+    point_holds = guard.point_holds
+
+    def loose_contexts(contexts: tuple) -> bool:
+        return len(contexts) == len(kinds) and all(type(c) is k for c, k in zip(contexts, kinds))
+
+    text = "x" if op.tangent is None else f"x and {n_tangents} tangent{'s' if n_tangents > 1 else ''}"
+    text += f", {len(context_specs)} context{'s' if len(context_specs) != 1 else ''}" if context_specs else ""
+    text += ", the prepared point" if same_point else ""
+    if op.tangent is None and not context_specs and xdev is None and not same_point:
+
+        def accept_x(x: Any, extra: Any, contexts: tuple, strict: bool) -> bool:
+            if extra is not None or contexts or type(x) is not xt:
+                return False
+            return not strict or (x.dtype == xd and x.shape == xs)
+
+        return accept_x, text
+    tangent_tests = guard.tangent_tests
+    if n_tangents == 1 and not context_specs and xdev is None and not same_point:
+        (t_test,) = tangent_tests
+        tt = specs[1][0]
+
+        def accept_xt(x: Any, t: Any, contexts: tuple, strict: bool) -> bool:
+            if contexts or type(x) is not xt or type(t) is not tt:
+                return False
+            return not strict or (x.dtype == xd and x.shape == xs and t_test(t))
+
+        return accept_xt, text
+    tangent_types = tuple(s[0] for s in specs[1 : 1 + n_tangents])
+
+    def accept(x: Any, extra: Any, contexts: tuple, strict: bool) -> bool:
+        if type(x) is not xt:
+            return False
+        if n_tangents == 0:
+            if extra is not None:
+                return False
+        elif p.batch is None:
+            if type(extra) is not tangent_types[0] or (strict and not tangent_tests[0](extra)):
+                return False
+        elif type(extra) is not tuple or len(extra) != n_tangents:
+            return False
+        elif not all(type(t) is k for t, k in zip(extra, tangent_types)):
+            return False
+        elif strict and not all(test(t) for test, t in zip(tangent_tests, extra)):
+            return False
+        if not strict:
+            return loose_contexts(contexts)
+        return x_test(x) and contexts_test(contexts) and (not same_point or point_holds(x, contexts))
+
+    return accept, text
+
+
+def _accepting(
+    accept: Callable[[Any, Any, tuple, bool], bool],
+    stages: Callable[[Any, Any, tuple], Any],
+    general: Call,
+    strict: bool,
+) -> Call:
+    """The plan's call: the accept test, then the stages, else the general path."""
+    if strict:
+
+        def call(x: Any, extra: Any, contexts: tuple, check: bool) -> Any:
+            if accept(x, extra, contexts, check):
+                return stages(x, extra, contexts)
+            return general(x, extra, contexts, check)
+
+        return call
+
+    def call_unchecked(x: Any, extra: Any, contexts: tuple, check: bool) -> Any:
+        if accept(x, extra, contexts, False):
+            return stages(x, extra, contexts)
+        return general(x, extra, contexts, check)
+
+    return call_unchecked
+
+
+def _compiled(ops: Any, stages: Callable[[Any, Any, tuple], Any], kinds: tuple) -> Callable[[Any, Any, tuple], Any]:
+    """Stages 2-4 as one compiled program of (x, tangents or a tree's leaves, the contexts' values, of
+    the prepared `kinds`); the first call compiles it, and where the library cannot (an output it
+    cannot hold), the stages run one by one from then on."""
+
+    def traced(x: Any, extra: Any, values: tuple) -> Any:
+        return stages(x, extra, tuple(k(v) for k, v in zip(kinds, values)))
+
+    program = ops.compile(traced)
+    state = {"program": program, "tried": False}
+
+    def run(x: Any, extra: Any, contexts: tuple) -> Any:
+        fused = state["program"]
+        if fused is None:
+            return stages(x, extra, contexts)
+        values = tuple(c.value for c in contexts)
+        if state["tried"]:
+            return fused(x, extra, values)
+        try:  # the first call compiles
+            return fused(x, extra, values)
+        except Exception:
+            state["program"] = None
+            return stages(x, extra, contexts)
+        finally:
+            state["tried"] = True
+
+    return run
+
+
+# -- structured calls ---------------------------------------------------------------------------------
+def _structured(p: Prepared, full: bool, general: Call) -> Plan:
+    """The plan of a structured call without tangents (a tree x, a complex array, `has_aux`,
+    `output="matrix"`, a tree output); with tangents, or at one point, calls take the general path."""
+    op, kernel, codec, guard, settings, delivery = p.op, p.kernel, p.codec, p.guard, p.settings, p.delivery
+    assert codec is not None and guard is not None
+    if op.tangent is not None or settings.same_point or (p.to_user and not p.takes_numpy and codec.xi is not None):
+        return Plan(general, GENERAL)
+    xi, ops, has_aux = codec.xi, p.ops, settings.has_aux
+    tree = xi is not None and not codec.x_is_array
+    contexts_test, kinds = guard.contexts_test, guard.context_kinds
+    name = op.full_name if full else op.name
+    kind = op.kinds[-1]
+    if tree:
+        assert xi is not None
+        flatten, matches = xi.flattener.flatten, xi.matches
+        text = "tree x"
+    else:
+        if guard.x_test is None or guard.signature.specs[0][1] is None:
+            return Plan(general, GENERAL)
+        x_test, xt = guard.x_test, guard.signature.specs[0][0]
+        text = "x"
+    if kinds:
+        text += f", {len(kinds)} context{'s' if len(kinds) != 1 else ''}"
+    program = kernel.direct if not full and not has_aux else None
+    if program is not None and p.to_user and not p.takes_numpy:
+        program = None
+    run, deliver, result, decode, decode_all = kernel.run, delivery.deliver, delivery.result, codec.decode, codec.decode_all
+    imag, numpy_in = codec.imag, p.to_user and not p.takes_numpy
+    ravel = xi.ravel_leaves if tree and not op.scalar_x and xi is not None else None
+
+    def stages(x: Any, leaves: Any, contexts: tuple) -> Any:
+        xf = ravel(leaves) if ravel is not None else codec.x_in(x, leaves, True, name)
+        if imag:
+            contexts = codec.call_contexts(x, leaves, contexts)
+        xn = x_in(p, xf) if numpy_in else xf
+        cv = context_values(p, contexts, xn) if contexts else ()
+        if program is not None:
+            return decode(kind, program(xn, cv))
+        if not full and not has_aux:
+            return decode(kind, result(run(xn, None, cv, None, False).result))
+        results = decode_all(deliver(run(xn, None, cv, None, full), full, False, None, None), full)
+        return with_aux(p, results, full, xn, contexts) if has_aux else results
+
+    compiled = kernel.traceable and ops.compiles and not p.to_user and delivery.layout is None
+    staged = _compiled(ops, stages, kinds) if compiled else stages
+    strict = settings.strict
+
+    if tree:
+
+        def call_tree(x: Any, extra: Any, contexts: tuple, check: bool) -> Any:
+            if extra is None:
+                leaves, spec = flatten(x)
+                if matches(leaves, spec) and (contexts_test(contexts) if contexts or kinds else True):
+                    return staged(None, leaves, contexts)
+            return general(x, extra, contexts, check)
+
+        call = call_tree
+    else:
+
+        def call_array(x: Any, extra: Any, contexts: tuple, check: bool) -> Any:
+            if extra is None and type(x) is xt and (not (check and strict) or x_test(x)):
+                if contexts_test(contexts) if contexts or kinds else True:
+                    return staged(x, None, contexts)
+            return general(x, extra, contexts, check)
+
+        call = call_array
+    convert = "tree -> flat" if tree else "complex -> pairs" if xi is not None else "identity"
+    if p.to_user:
+        convert += ", NumPy -> native"
+    route_run = "kernel.direct" if program is not None else "kernel.run"
+    route_deliver = "trees" if program is not None or not has_aux else "trees and aux"
+    return Plan(call, Route(text, convert, route_run, route_deliver, compiled))
