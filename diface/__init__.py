@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from ._backend import Backend, check_available, check_inplace
 from ._call.complex import realify
+from ._call.prep import Prep
+from ._call.trees.info import ravel
 from ._contexts import Cache, Constant
 from ._differentiate_with import DifferentiateWith
 from ._errors import (
@@ -67,11 +69,10 @@ from ._operators import (
     value_and_pushforward,
     value_derivative_and_second_derivative,
     value_gradient_and_hessian,
+    value_gradient_and_hvp,
     value_gradient_and_laplacian,
 )
-from ._call.prep import Prep
 from ._second_order import SecondOrder
-from ._call.trees.info import ravel
 from .backends import AutoAutograd, AutoFiniteDiff, AutoJAX, AutoMLX, AutoPyTensor, AutoTape, AutoTensorFlow, AutoTorch
 
 if TYPE_CHECKING:  # loaded lazily below; imported here for type checkers and the API reference
@@ -159,6 +160,7 @@ __all__ = [
     "value_and_pushforward",
     "value_derivative_and_second_derivative",
     "value_gradient_and_hessian",
+    "value_gradient_and_hvp",
     # Jacobian-inverse products and the Jacobian as an operator
     "inverse_pullback",
     "inverse_pushforward",

@@ -25,11 +25,11 @@ import numpy as np
 
 from ._backend import Backend
 from ._call.complex import has_complex_dtype
+from ._call.prepare import require_holomorphic
+from ._call.trees.info import TreeInfo
 from ._contexts import Context
 from ._operators import prepare_pullback_same_point, prepare_pushforward_same_point
-from ._call.prepare import require_holomorphic
 from ._problem import size_of
-from ._call.trees.info import TreeInfo
 
 if TYPE_CHECKING:
     from ._call.prep import PullbackPrep

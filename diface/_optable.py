@@ -28,6 +28,8 @@ class Operator:
         result: the kind of the plain operator's result; `lower`: the kind of the lower-order result the
             full variant returns before it (the gradient of a Hessian), or None.
         value_first: the full variant returns the primal value first (all but `hvp`).
+        value_name: a third variant that returns the primal value before the full variant's results,
+            where the full variant does not (`value_gradient_and_hvp`), or None.
         inplace: `y=` (in-place functions) allowed; `scalar_x` / `scalar_y`: x / f(x) must be scalars;
         square: J must be square (the Jacobian-inverse products); `aux`: `has_aux=True` allowed;
         `matrix`: `output="matrix"` allowed (Jacobians and Hessians of trees).
@@ -41,6 +43,7 @@ class Operator:
     tangent: Literal["tx", "ty"] | None = None
     lower: Kind | None = None
     value_first: bool = True
+    value_name: str | None = None
     inplace: bool = False
     scalar_x: bool = False
     scalar_y: bool = False
@@ -93,6 +96,7 @@ OPERATORS: dict[str, Operator] = {
         Operator(
             name="hvp",
             full_name="gradient_and_hvp",
+            value_name="value_gradient_and_hvp",
             tangent="tx",
             result="x",
             lower="x",

@@ -12,11 +12,11 @@ one-file backend in `tests/array_api_backend.py`.
 from ._arrays import NUMPY as NUMPY_OPS
 from ._arrays import ArrayAPIOps, ArrayOps, NumpyOps, ops_for, register_array_ops
 from ._backend import Backend
+from ._call.trees.registry import TreeLibrary, register_tree_library
 from ._derive import SecondOrderPlan
 from ._kernel import Kernel, Result, Run
 from ._linearization import Linearization, Linearizer
 from ._problem import Problem
-from ._call.trees.registry import TreeLibrary, register_tree_library
 from ._wrapper import Wrapper
 
 __all__ = [

@@ -113,7 +113,8 @@ def spec_test(spec: Spec) -> Callable[[Any], bool]:
         return lambda v: type(v) is kind
     if device is None:
         return lambda v: type(v) is kind and v.dtype == dtype and v.shape == shape
-    return lambda v: type(v) is kind and v.dtype == dtype and v.shape == shape and device_of(v) == device
+    # the type is tested first: a value of the prepared type has the device attribute its spec read
+    return lambda v: type(v) is kind and v.dtype == dtype and v.shape == shape and v.device == device
 
 
 def specs_test(specs: Sequence[Spec]) -> Callable[[Sequence], bool]:
@@ -130,7 +131,6 @@ def specs_test(specs: Sequence[Spec]) -> Callable[[Sequence], bool]:
         t0, t1 = tests
         return lambda values: len(values) == 2 and t0(values[0]) and t1(values[1])
     return lambda values: len(values) == n and all(t(v) for t, v in zip(tests, values))
-
 
 
 def contexts_test(contexts: tuple) -> Callable[[tuple], bool]:

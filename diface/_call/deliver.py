@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from .._arrays import NUMPY, ArrayOps
-from .convert import kind
 from .._errors import ArgumentError, NotSupportedError, ShapeError
 from .._kernel import Kernel, Result
 from .._optable import Operator
+from .convert import kind
 
 __all__ = ["Delivery"]
 

@@ -90,10 +90,14 @@ def with_aux(p: Prepared, results: Any, full: bool, xn: Any, contexts: tuple) ->
     return ((results[0], aux), *results[1:])
 
 
-def general_call(p: Prepared, full: bool, x: Any, extra: Any, contexts: tuple, out: Any, y: Any, check: bool) -> Any:
-    """One operator call in any shape: the plain operator (`full=False`) or its full variant."""
+def general_call(
+    p: Prepared, full: bool, x: Any, extra: Any, contexts: tuple, out: Any, y: Any, check: bool, value: bool = False
+) -> Any:
+    """One operator call in any shape: the plain operator (`full=False`) or its full variant; `value`:
+    the operator's value variant (`op.value_name`), the full variant's results after f(x)."""
     op = p.op
-    name = op.full_name if full else op.name
+    name = op.value_name if value else op.full_name if full else op.name
+    assert name is not None
     if contexts:
         check_contexts(contexts, name)
     codec, strict = p.codec, p.settings.strict
@@ -126,17 +130,24 @@ def general_call(p: Prepared, full: bool, x: Any, extra: Any, contexts: tuple, o
         np.copyto(yf, ops.to_numpy(yn))
     batched = type(tf) is tuple
     if codec is None:
-        return delivery.deliver(r, full, batched, out, y)
-    if y is not None:
-        codec.y_back(y, yf, name)
-    results = codec.decode_all(delivery.deliver(r, full, batched, None, yf), full)
-    if out_levels is not None:
-        if not full:
-            results = codec.write(name, out_levels, (results,))[0]
-        elif op.value_first:  # out= holds the derivatives, not the value
-            results = (results[0], *codec.write(name, out_levels, results[1:]))
-        else:
-            results = codec.write(name, out_levels, results)
-    if full and y is not None and op.value_first:
-        results = (y, *results[1:])
-    return with_aux(p, results, full, xn, contexts) if p.settings.has_aux else results
+        results = delivery.deliver(r, full, batched, out, y)
+    else:
+        if y is not None:
+            codec.y_back(y, yf, name)
+        results = codec.decode_all(delivery.deliver(r, full, batched, None, yf), full)
+        if out_levels is not None:
+            if not full:
+                results = codec.write(name, out_levels, (results,))[0]
+            elif op.value_first:  # out= holds the derivatives, not the value
+                results = (results[0], *codec.write(name, out_levels, results[1:]))
+            else:
+                results = codec.write(name, out_levels, results)
+        if full and y is not None and op.value_first:
+            results = (y, *results[1:])
+        if p.settings.has_aux:
+            results = with_aux(p, results, full, xn, contexts)
+    if not value:
+        return results
+    # the value variant: f(x) first, the kernel's where it computes it, else one evaluation of f
+    f_x = delivery.value(r.value if r.value is not None else p.problem.evaluate(xn, cv), None)
+    return (f_x if codec is None else codec.decode("y", f_x), *results)

@@ -14,7 +14,7 @@ stages, chosen when it is built:
 4. **deliver**: the result as it is, through the `Delivery` (casts, NumPy, sparse matrices), or cut
    back into trees (with f's auxiliary output).
 
-Where the kernel is traceable and the array library compiles (JAX), stages 2–4 are compiled into one
+Where the kernel is traceable and the array library compiles (JAX), stages 2-4 are compiled into one
 program; the first call compiles it, and a program the library cannot compile (an aux of strings) is
 dropped for the same stages run one by one.
 
@@ -31,7 +31,7 @@ import numpy as np
 
 from .._arrays import NUMPY
 from .check import spec_test
-from .convert import native_context_value
+from .convert import native_context_value as convert_value
 from .general import context_values, general_call, tangents_in, with_aux, x_in
 from .prepared import Prepared
 
@@ -149,7 +149,8 @@ def _arrays(p: Prepared, full: bool, general: Call) -> Plan:
         deliver = "delivery"
     compiled = False
     if program is None and kernel.traceable and ops.compiles and not p.to_user and delivery.layout is None:
-        stages, compiled = _compiled(ops, stages, guard.context_kinds), True
+        holder, compiled = _compiled(ops, stages, guard.context_kinds), True
+        stages = lambda x, extra, contexts: holder[0](x, extra, contexts)
     route = Route(accept_text, convert, route_run, deliver, compiled)
     if not settings.same_point and not batched and len(guard.context_kinds) <= 1 and not numpy_in:
         # x alone or x and one tangent (and at most one context): the accept test and the commonest
@@ -158,16 +159,18 @@ def _arrays(p: Prepared, full: bool, general: Call) -> Plan:
             return Plan(_straight(p, general, program, "program"), route)
         if program is None and not compiled and op.tangent is None:
             return Plan(_straight(p, general, run, "plain" if not full else "full"), route)
+        if compiled:
+            return Plan(_straight(p, general, holder, "compiled"), route)
         if not has_contexts:
             return Plan(_straight(p, general, stages, "stages"), route)
     return Plan(_accepting(accept, stages, general, settings.strict), route)
 
 
-def _straight(p: Prepared, general: Call, act: Callable, how: str) -> Call:
+def _straight(p: Prepared, general: Call, act: Any, how: str) -> Call:
     """The call of a plan for x alone or x and one tangent, with at most one context, its accept test in
     straight-line code. `how` says what `act` is: the direct "program" (`act(x, cv)`, `act(x, t, cv)`),
-    the kernel's run of the "plain" operator or of the "full" variant (delivered here), or all the
-    "stages" (`act(x, t, contexts)`)."""
+    the kernel's run of the "plain" operator or of the "full" variant (delivered here), all the
+    "stages" (`act(x, t, contexts)`), or the holder of the "compiled" stages (`act[0](x, t, contexts)`)."""
     guard, strict, delivery, ops = p.guard, p.settings.strict, p.delivery, p.ops
     assert guard is not None
     specs = guard.signature.specs
@@ -181,6 +184,8 @@ def _straight(p: Prepared, general: Call, act: Callable, how: str) -> Call:
     n = len(kinds)
     k0 = kinds[0] if n else None
     c0 = spec_test(specs[2 if tangent else 1]) if n else None
+    # a context value of the prepared type needs no conversion where it is native (checked calls)
+    native_value = bool(n) and specs[2 if tangent else 1][0] is p.native_type
     convert = n and not (p.takes_numpy or ops is NUMPY)
     checked = strict
     result, deliver = delivery.result, delivery.deliver
@@ -196,7 +201,14 @@ def _straight(p: Prepared, general: Call, act: Callable, how: str) -> Call:
             ):
                 if how == "stages":
                     return act(x, t, contexts)
-                cv = () if not n else (native_context_value(ops, contexts[0].value, x),) if convert else (contexts[0].value,)
+                if how == "compiled":
+                    return act[0](x, t, contexts)
+                if not n:
+                    cv = ()
+                elif convert and not (native_value and check and checked):
+                    cv = (convert_value(ops, contexts[0].value, x),)
+                else:
+                    cv = (contexts[0].value,)
                 if how == "program":
                     return act(x, t, cv) if tangent else act(x, cv)
                 if how == "plain":
@@ -315,33 +327,36 @@ def _accepting(
     return call_unchecked
 
 
-def _compiled(ops: Any, stages: Callable[[Any, Any, tuple], Any], kinds: tuple) -> Callable[[Any, Any, tuple], Any]:
-    """Stages 2-4 as one compiled program of (x, tangents or a tree's leaves, the contexts' values, of
-    the prepared `kinds`); the first call compiles it, and where the library cannot (an output it
-    cannot hold), the stages run one by one from then on."""
+def _compiled(ops: Any, stages: Callable[[Any, Any, tuple], Any], kinds: tuple) -> list:
+    """Stages 2-4 as one compiled program of (x, tangents or a tree's leaves, contexts of the prepared
+    `kinds`), in a one-element list the plan calls through: the first call compiles the program, and
+    the list then holds the program itself or, where the library cannot compile it (an output it
+    cannot hold), the stages run one by one."""
+    if kinds:  # contexts are no arrays: their values go in, the contexts are remade inside
 
-    def traced(x: Any, extra: Any, values: tuple) -> Any:
-        return stages(x, extra, tuple(k(v) for k, v in zip(kinds, values)))
+        def traced(x: Any, extra: Any, values: tuple) -> Any:
+            return stages(x, extra, tuple(k(v) for k, v in zip(kinds, values)))
 
-    program = ops.compile(traced)
-    state = {"program": program, "tried": False}
+        program = ops.compile(traced)
 
-    def run(x: Any, extra: Any, contexts: tuple) -> Any:
-        fused = state["program"]
-        if fused is None:
-            return stages(x, extra, contexts)
-        values = tuple(c.value for c in contexts)
-        if state["tried"]:
-            return fused(x, extra, values)
-        try:  # the first call compiles
-            return fused(x, extra, values)
+        def fused(x: Any, extra: Any, contexts: tuple) -> Any:
+            return program(x, extra, tuple(c.value for c in contexts))
+
+    else:  # no contexts: the empty tuple is an argument the library takes as it is
+        fused = ops.compile(stages)
+    holder: list = [None]
+
+    def first(x: Any, extra: Any, contexts: tuple) -> Any:
+        try:
+            out = fused(x, extra, contexts)
         except Exception:
-            state["program"] = None
+            holder[0] = stages
             return stages(x, extra, contexts)
-        finally:
-            state["tried"] = True
+        holder[0] = fused
+        return out
 
-    return run
+    holder[0] = first
+    return holder
 
 
 # -- structured calls ---------------------------------------------------------------------------------
@@ -355,7 +370,6 @@ def _structured(p: Prepared, full: bool, general: Call) -> Plan:
     xi, ops, has_aux = codec.xi, p.ops, settings.has_aux
     tree = xi is not None and not codec.x_is_array
     contexts_test, kinds = guard.contexts_test, guard.context_kinds
-    name = op.full_name if full else op.name
     kind = op.kinds[-1]
     if tree:
         assert xi is not None
@@ -364,16 +378,73 @@ def _structured(p: Prepared, full: bool, general: Call) -> Plan:
     else:
         if guard.x_test is None or guard.signature.specs[0][1] is None:
             return Plan(general, GENERAL)
-        x_test, xt = guard.x_test, guard.signature.specs[0][0]
+        xt = guard.signature.specs[0][0]
         text = "x"
     if kinds:
         text += f", {len(kinds)} context{'s' if len(kinds) != 1 else ''}"
     program = kernel.direct if not full and not has_aux else None
     if program is not None and p.to_user and not p.takes_numpy:
         program = None
-    run, deliver, result, decode, decode_all = kernel.run, delivery.deliver, delivery.result, codec.decode, codec.decode_all
-    imag, numpy_in = codec.imag, p.to_user and not p.takes_numpy
     ravel = xi.ravel_leaves if tree and not op.scalar_x and xi is not None else None
+    # one complex array and a result like it (a gradient): its pairs in, complex numbers out
+    pairs = xi is not None and xi.single and not tree and kind == "x" and not codec.imag and not op.scalar_x
+    if pairs and not full and not has_aux and not p.to_user:
+        run, result, to_pairs, from_pairs = kernel.run, delivery.result, ops.to_pairs, ops.from_pairs
+
+        def stages(x: Any, leaves: Any, contexts: tuple) -> Any:
+            cv = context_values(p, contexts, x) if contexts else ()
+            if program is not None:
+                return from_pairs(program(to_pairs(x), cv))
+            return from_pairs(result(run(to_pairs(x), None, cv, None, False).result))
+
+    else:
+        stages = _structured_stages(p, full, program, ravel)
+    compiled = kernel.traceable and ops.compiles and not p.to_user and delivery.layout is None
+    holder = _compiled(ops, stages, kinds) if compiled else [stages]
+    strict = settings.strict
+
+    if tree:
+
+        def call_tree(x: Any, extra: Any, contexts: tuple, check: bool) -> Any:
+            if extra is None:
+                leaves, spec = flatten(x)
+                if matches(leaves, spec) and (contexts_test(contexts) if contexts or kinds else True):
+                    return holder[0](None, leaves, contexts)
+            return general(x, extra, contexts, check)
+
+        call = call_tree
+    else:
+        _, xd, xs, xdev = guard.signature.specs[0]
+
+        def call_array(x: Any, extra: Any, contexts: tuple, check: bool) -> Any:
+            if (
+                extra is None
+                and type(x) is xt
+                and (not (check and strict) or (x.dtype == xd and x.shape == xs and (xdev is None or x.device == xdev)))
+            ):
+                if contexts_test(contexts) if contexts or kinds else True:
+                    return holder[0](x, None, contexts)
+            return general(x, extra, contexts, check)
+
+        call = call_array
+    convert = "tree -> flat" if tree else "complex -> pairs" if xi is not None else "identity"
+    if p.to_user:
+        convert += ", NumPy -> native"
+    route_run = "kernel.direct" if program is not None else "kernel.run"
+    route_deliver = "trees" if program is not None or not has_aux else "trees and aux"
+    return Plan(call, Route(text, convert, route_run, route_deliver, compiled))
+
+
+def _structured_stages(
+    p: Prepared, full: bool, program: Callable | None, ravel: Callable | None
+) -> Callable[[Any, Any, tuple], Any]:
+    """Stages 2-4 of a structured call: (x or None, a tree's leaves or None, contexts) -> results."""
+    op, codec, delivery, kernel = p.op, p.codec, p.delivery, p.kernel
+    assert codec is not None
+    name, kind, has_aux = op.full_name if full else op.name, op.kinds[-1], p.settings.has_aux
+    imag, numpy_in = codec.imag, p.to_user and not p.takes_numpy
+    run, deliver, result = kernel.run, delivery.deliver, delivery.result
+    decode, decode_all = codec.decode, codec.decode_all
 
     def stages(x: Any, leaves: Any, contexts: tuple) -> Any:
         xf = ravel(leaves) if ravel is not None else codec.x_in(x, leaves, True, name)
@@ -388,32 +459,4 @@ def _structured(p: Prepared, full: bool, general: Call) -> Plan:
         results = decode_all(deliver(run(xn, None, cv, None, full), full, False, None, None), full)
         return with_aux(p, results, full, xn, contexts) if has_aux else results
 
-    compiled = kernel.traceable and ops.compiles and not p.to_user and delivery.layout is None
-    staged = _compiled(ops, stages, kinds) if compiled else stages
-    strict = settings.strict
-
-    if tree:
-
-        def call_tree(x: Any, extra: Any, contexts: tuple, check: bool) -> Any:
-            if extra is None:
-                leaves, spec = flatten(x)
-                if matches(leaves, spec) and (contexts_test(contexts) if contexts or kinds else True):
-                    return staged(None, leaves, contexts)
-            return general(x, extra, contexts, check)
-
-        call = call_tree
-    else:
-
-        def call_array(x: Any, extra: Any, contexts: tuple, check: bool) -> Any:
-            if extra is None and type(x) is xt and (not (check and strict) or x_test(x)):
-                if contexts_test(contexts) if contexts or kinds else True:
-                    return staged(x, None, contexts)
-            return general(x, extra, contexts, check)
-
-        call = call_array
-    convert = "tree -> flat" if tree else "complex -> pairs" if xi is not None else "identity"
-    if p.to_user:
-        convert += ", NumPy -> native"
-    route_run = "kernel.direct" if program is not None else "kernel.run"
-    route_deliver = "trees" if program is not None or not has_aux else "trees and aux"
-    return Plan(call, Route(text, convert, route_run, route_deliver, compiled))
+    return stages

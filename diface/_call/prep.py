@@ -271,6 +271,11 @@ class HvpPrep(Prep):
     gradient_and_hvp = _variant(True, tangent=True, inplace=False)
     __call__ = hvp
 
+    def value_gradient_and_hvp(self, x: Any, tx: Any, *contexts: Context, out: Any = None) -> tuple[Any, Any, Any]:
+        """`di.value_gradient_and_hvp` with this preparation: the same arguments, without f, the backend
+        and prep=."""
+        return general_call(self._prepared, True, x, tx, contexts, out, None, True, value=True)
+
 
 class _InversePrep(Prep):
     """What the two preparations of Jacobian-inverse products share: the method they solve by."""

@@ -24,6 +24,7 @@ from .._problem import ComplexOutput, Problem, TreeOutput, dtype_of, shape_of, s
 from .check import Guard, labelled
 from .complex import holomorphic_residual, holomorphy_error, holomorphy_tolerance
 from .convert import check_floating, kind, native_context_value, native_tangent, native_x, snapshot
+from .general import general_call
 from .prep import PREP_CLASSES, Prep
 from .prepared import Prepared
 from .settings import Settings
@@ -318,8 +319,10 @@ def call(
     options: Any = None,
     has_aux: bool = False,
     output: str = "tree",
+    value: bool = False,
 ) -> Any:
-    """An operator call: prepare for this one call (with `options`), or check and reuse `prep`."""
+    """An operator call: prepare for this one call (with `options`), or check and reuse `prep`; `value`:
+    the operator's value variant (`value_gradient_and_hvp`) instead of its full variant."""
     if prep is None:
         prep = prepare(
             PREP_CLASSES[op.name],
@@ -335,6 +338,8 @@ def call(
             has_aux=has_aux,
             output=output,
         )
+        if value:
+            return general_call(prep._prepared, True, x, extra, contexts, out, y, False, value=True)
         return prep.run(full, x, extra, contexts, out, y, check=False)
     if not isinstance(prep, Prep):
         raise ArgumentError(f"{op.name}: prep= must be a preparation from di.prepare_{op.name}(...), got {kind(prep)}")
@@ -345,4 +350,6 @@ def call(
     prep._prepared.settings.require(op.name, has_aux, output)
     if prep.strict and not ((f is prep.f or f == prep.f) and (backend is prep.backend or backend == prep.backend)):
         prep.check(x, extra, contexts, y, f, backend)  # raises, naming f or the backend
+    if value:
+        return general_call(prep._prepared, True, x, extra, contexts, out, y, True, value=True)
     return prep.run(full, x, extra, contexts, out, y)

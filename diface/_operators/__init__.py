@@ -56,6 +56,7 @@ from .second_order import (
     second_derivative,
     value_derivative_and_second_derivative,
     value_gradient_and_hessian,
+    value_gradient_and_hvp,
 )
 from .taylor import (
     laplacian,
@@ -108,4 +109,5 @@ __all__ = [
     "value_and_pushforward",
     "value_derivative_and_second_derivative",
     "value_gradient_and_hessian",
+    "value_gradient_and_hvp",
 ]

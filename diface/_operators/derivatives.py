@@ -7,14 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 from .._backend import Backend
-from .._contexts import Context
-from .._optable import OPERATORS
 from .._call.prep import (
     DerivativePrep,
     GradientPrep,
     JacobianPrep,
 )
 from .._call.prepare import call, prepare
+from .._contexts import Context
+from .._optable import OPERATORS
 
 __all__ = [
     "derivative",

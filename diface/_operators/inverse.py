@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .._backend import Backend
+from .._call.prep import InversePullbackPrep, InversePushforwardPrep
+from .._call.prepare import call, prepare
 from .._contexts import Context
 from .._derive import InverseSolver
 from .._errors import PreparationMismatchError
 from .._optable import OPERATORS, Operator
-from .._call.prep import InversePullbackPrep, InversePushforwardPrep
-from .._call.prepare import call, prepare
 
 __all__ = [
     "inverse_pullback",

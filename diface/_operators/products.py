@@ -6,10 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .._backend import Backend
-from .._contexts import Context
-from .._optable import OPERATORS
 from .._call.prep import PullbackPrep, PushforwardPrep
 from .._call.prepare import call, prepare
+from .._contexts import Context
+from .._optable import OPERATORS
 
 __all__ = [
     "prepare_pullback",

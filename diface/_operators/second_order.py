@@ -7,14 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 from .._backend import Backend
-from .._contexts import Context
-from .._optable import OPERATORS
 from .._call.prep import (
     HessianPrep,
     HvpPrep,
     SecondDerivativePrep,
 )
 from .._call.prepare import call, prepare
+from .._contexts import Context
+from .._optable import OPERATORS
 
 __all__ = [
     "gradient_and_hvp",
@@ -27,6 +27,7 @@ __all__ = [
     "second_derivative",
     "value_derivative_and_second_derivative",
     "value_gradient_and_hessian",
+    "value_gradient_and_hvp",
 ]
 
 _SECOND_DERIVATIVE = OPERATORS["second_derivative"]
@@ -132,6 +133,27 @@ def gradient_and_hvp(
 ) -> tuple[Any, Any]:
     """`(gradient, H(x) @ tx)`; `out=(g, tg)`. See `hvp`."""
     return call(_HVP, True, f, backend, x, tx, contexts, prep, out, None)
+
+
+def value_gradient_and_hvp(
+    f: Callable,
+    backend: Backend,
+    x: Any,
+    tx: Any,
+    *contexts: Context,
+    prep: HvpPrep | None = None,
+    out: Any = None,
+) -> tuple[Any, Any, Any]:
+    """`(f(x), gradient, H(x) @ tx)`; `out=(g, tg)` (the derivatives' buffers). See `hvp`.
+
+    Example:
+        >>> import numpy as np, diface as di
+        >>> f = lambda x: np.sum(x**3)
+        >>> y, g, tg = di.value_gradient_and_hvp(f, di.AutoTape(), np.array([1.0, 2.0]), np.ones(2))
+        >>> float(y), g, tg
+        (9.0, array([ 3., 12.]), array([ 6., 12.]))
+    """
+    return call(_HVP, True, f, backend, x, tx, contexts, prep, out, None, value=True)
 
 
 def prepare_second_derivative(

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from .._backend import Backend
+from .._call.prep import LaplacianPrep, TaylorPrep
+from .._call.prepare import call, prepare
 from .._contexts import Context
 from .._derive import LaplacianMethod
 from .._derive.laplacian import METHODS
 from .._errors import ArgumentError, PreparationMismatchError
 from .._optable import OPERATORS
-from .._call.prep import LaplacianPrep, TaylorPrep
-from .._call.prepare import call, prepare
 from .second_order import _tangent_like_x
 
 __all__ = [

@@ -19,12 +19,12 @@ import numpy as np
 
 from .. import _operators as ops
 from .._backend import Backend
+from .._call.trees.info import ravel
+from .._call.trees.registry import is_tree
 from .._contexts import Context
 from .._engines import engine_of, namespace_of
 from .._errors import ArgumentError, NotSupportedError
 from .._table import format_table
-from .._call.trees.info import ravel
-from .._call.trees.registry import is_tree
 from ._check import tolerances
 
 __all__ = ["Agreement", "AgreementRow", "check_agreement"]

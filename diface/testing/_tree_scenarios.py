@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .._engines import namespace_of
 from .._call.trees.info import TreeInfo
 from .._call.trees.registry import flattener_for, tree_paths
+from .._engines import namespace_of
 from ._check import Failure
 
 __all__ = ["TreeScenario", "check_tree_operator", "tree_scenarios"]

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from ..._arrays import NUMPY, ArrayOps, ops_for, reshaped
-from ..complex import HOLOMORPHIC_OPERATORS, complex_rows, has_complex_dtype, to_pairs
 from ..._contexts import Constant
-from ..convert import native_context_value, native_x
 from ..._errors import ArgumentError, NotSupportedError, ShapeError
 from ..._optable import Operator
 from ..check import labelled
+from ..complex import HOLOMORPHIC_OPERATORS, complex_rows, has_complex_dtype, to_pairs
+from ..convert import native_context_value, native_x
 from .info import TreeInfo
 from .registry import flattener_for, is_tree, tree_paths
 
