@@ -24,6 +24,9 @@ if HAS_JAX:
 
     # the scenarios are float64: JAX keeps float64 only in its 64-bit mode (without it, diface raises)
     jax.config.update("jax_enable_x64", True)
+    # two CPU devices, so that tests/test_device_placement.py can commit arrays to a device that is not
+    # the default one (set before JAX's backend starts; every other test uses the default device 0)
+    jax.config.update("jax_num_cpu_devices", 2)
 
 
 def engine_defaults() -> list:

@@ -116,14 +116,14 @@ class AutoSparse(Wrapper):
         coloring = self._color(pattern, problem)
         own = self.dense.prepare_sparse_jacobian(problem, coloring)
         kernel = own if own is not None else _SparseJacobian(self.dense, problem, coloring).kernel()
-        return kernel.replace(layout=SparseLayout(pattern, coloring))
+        return kernel.replace(layout=SparseLayout.prepared(pattern, coloring, problem))
 
     def prepare_hessian(self, problem: Problem) -> Kernel:
         pattern = self.sparsity_detector.detect(self.dense, problem, 2)
         coloring = self.coloring.color(pattern, "star")
         own = self.dense.prepare_sparse_hessian(problem, coloring)
         kernel = own if own is not None else Kernel(_SparseHessian(self.dense, problem, coloring).run)
-        return kernel.replace(layout=SparseLayout(pattern, coloring))
+        return kernel.replace(layout=SparseLayout.prepared(pattern, coloring, problem))
 
     def _color(self, pattern: Pattern, problem: Problem) -> Coloring:
         """Columns (forward) or rows (reverse), as the dense backend's mode says; for "auto", whichever

@@ -13,13 +13,17 @@ returned, say) and writes the values into it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._errors import ArgumentError
+from .._arrays import NUMPY
+from .._errors import ArgumentError, NotSupportedError
 from ._coloring import Coloring
 from ._pattern import Pattern
+
+if TYPE_CHECKING:
+    from .._problem import Problem
 
 __all__ = ["SparseLayout"]
 
@@ -31,6 +35,20 @@ class SparseLayout:
         self.pattern = pattern
         self.coloring = coloring
         self._native: dict = {}
+
+    @classmethod
+    def prepared(cls, pattern: Pattern, coloring: Coloring, problem: Problem) -> SparseLayout:
+        """The layout of a preparation, whose first native result is built now: what the array library
+        keeps per pattern and device (torch's CSR index tensors, JAX's BCOO indices) goes to x's device
+        here, not in the first prepared call (on a GPU, a copy from the host there)."""
+        layout = cls(pattern, coloring)
+        ops = problem.ops
+        if not problem.single_use and ops is not NUMPY and ops.is_native(problem.x):
+            try:
+                layout.build(ops, ops.zeros((pattern.nnz,), problem.x_dtype, problem.x), False)
+            except NotSupportedError:  # no sparse matrix type: results for NumPy users only
+                pass
+        return layout
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -1,4 +1,9 @@
-"""Compiling AutoJAX operators: whole programs per preparation, with a direct path for x alone."""
+"""Compiling AutoJAX operators: whole programs per preparation, with a direct path for x alone.
+
+Every program is jitted with `keep_unused=True`: JAX drops the arguments a program does not read, and a
+program that reads none of its arrays (the Hessian of a quadratic, the Jacobian of a linear map, a
+Laplacian that does not depend on x) would then run on the default device and return its result there,
+not on the device of x (measured with two CPU devices: tests/test_device_placement.py)."""
 
 from __future__ import annotations
 
@@ -94,7 +99,7 @@ def direct_kernel(plain: Callable, full: Callable, problem: Problem, dtype: Any)
     arguments and outputs for JAX's dispatch to handle."""
     import jax
 
-    program = jax.jit(lambda x, cv: plain(x, None, cv).result)
+    program = jax.jit(lambda x, cv: plain(x, None, cv).result, keep_unused=True)
     program.lower(problem.x, problem.context_values).compile()
 
     def run(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> Result:
@@ -113,7 +118,7 @@ def linear_kernel(problem: Problem, values: Result, linear: Any, apply: Callable
     if jit:
         import jax
 
-        program = jax.jit(program)
+        program = jax.jit(program, keep_unused=True)
         program.lower(linear, extra).compile()
     values = values._replace(lower=cast(values.lower, dtype))
 
@@ -159,7 +164,7 @@ def compiled(run: Callable, problem: Problem, extra: Any, jit: bool) -> Callable
     cv = problem.context_values
     static = tuple(i for i, v in enumerate(cv) if not is_traceable(v))
     if not static:
-        program = jax.jit(run)
+        program = jax.jit(run, keep_unused=True)
         program.lower(problem.x, extra, cv).compile()
         return program
     for i in static:
@@ -172,7 +177,7 @@ def compiled(run: Callable, problem: Problem, extra: Any, jit: bool) -> Callable
         values = (*traced_values, *static_values)
         return run(x, extra, tuple(values[p] for p in position))
 
-    program = jax.jit(split, static_argnums=3)
+    program = jax.jit(split, static_argnums=3, keep_unused=True)
 
     def call(x: Any, extra: Any, cv: tuple) -> Any:
         return program(x, extra, tuple(cv[i] for i in traced), tuple(cv[i] for i in static))

@@ -54,7 +54,7 @@ def linearizer(problem: Problem, jit: bool) -> Linearizer:
         return jax.vmap(lambda c: jax.linear_transpose(linear, x_spec)(c)[0])(cotangents)
 
     if jit:
-        linearize, push, pull = jax.jit(linearize), jax.jit(push), jax.jit(pull)
+        linearize, push, pull = (jax.jit(fn, keep_unused=True) for fn in (linearize, push, pull))
 
     def linearize_at(x: Any, cv: tuple, y: Any) -> Linearization:
         return JaxLinearization(*linearize(x, cv), push, pull)

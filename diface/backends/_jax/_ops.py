@@ -163,7 +163,7 @@ class JaxOps(ArrayOps):
             return self.jnp.asarray(a)
 
     def compile(self, fn: Callable) -> Callable:
-        return self.jax.jit(fn)
+        return self.jax.jit(fn, keep_unused=True)
 
     def split(self, a: Any, sizes: tuple) -> list:
         # one split, whose transpose is one concatenate: a flat gradient stays one concatenation of the
@@ -204,14 +204,16 @@ class JaxOps(ArrayOps):
         """`jax.scipy.sparse.linalg.gmres` (`maxiter` there counts restarts), compiled once per product
         function and settings where `parts` gives the products as `fn(*args, v)`: `fn` is static, `args`
         are traced (without them, the solver's loops are traced again at every call, about a second)."""
-        x0 = self.jnp.zeros_like(b) if x0 is None else x0
         if parts is None:
             from jax.scipy.sparse.linalg import gmres
 
+            x0 = self.jnp.zeros_like(b) if x0 is None else x0
             return gmres(matvec, b, x0=x0, tol=rtol, atol=0.0, restart=restart, maxiter=max(1, cycles))[0]
         fn, args = parts
         operator = self.jax.tree_util.Partial(fn, *args)
-        return _compiled_gmres(restart, max(1, cycles))(operator, b, x0, rtol)
+        # the zero start and the tolerance live in the program: made eagerly, or passed as a Python
+        # float, each would be a host-to-device transfer per solve
+        return _compiled_gmres(restart, max(1, cycles), float(rtol))(operator, b, x0)
 
     # writing: JAX arrays cannot be written -----------------------------------------------------
     def copyto(self, dst: Any, src: Any) -> None:
@@ -250,12 +252,15 @@ register_array_ops("jax", JaxOps)
 
 
 @functools.cache
-def _compiled_gmres(restart: int, cycles: int) -> Any:
-    """`jax.scipy.sparse.linalg.gmres` jitted for these settings; the operator is a `Partial` argument."""
+def _compiled_gmres(restart: int, cycles: int, tol: float) -> Any:
+    """`jax.scipy.sparse.linalg.gmres` jitted for these settings (one preparation's: the tolerance is a
+    constant of the program); the operator is a `Partial` argument, `x0=None` starts from zeros made
+    in the program, on `b`'s device."""
     import jax
     from jax.scipy.sparse.linalg import gmres
 
-    def solve(operator: Any, b: Any, x0: Any, tol: Any) -> Any:
+    def solve(operator: Any, b: Any, x0: Any) -> Any:
+        x0 = jax.numpy.zeros_like(b) if x0 is None else x0
         return gmres(operator, b, x0=x0, tol=tol, atol=0.0, restart=restart, maxiter=cycles)[0]
 
     return jax.jit(solve)
