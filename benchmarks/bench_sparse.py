@@ -1,17 +1,18 @@
 """Sparse Jacobians and Hessians (`AutoSparse`) against the dense preparations and the strongest tools.
 
-Rows (ratios of best-of-rounds times measured side by side in this process; below 1 means diface is
-faster where the reference is another library, above 1 means the sparse call is that many times
-faster where the reference is diface's own dense call):
+Rows (ratios of best-of-rounds times measured side by side in this process, the rounds of the two
+calls a row compares interleaved; below 1 means diface is faster where the reference is another
+library, above 1 means the sparse call is that many times faster where the reference is diface's own
+dense call):
 
-- JAX, tridiagonal residual: the prepared `AutoSparse(AutoJAX())` Jacobian against asdex's jitted
-  `jacobian_from_coloring` (skipped without the `bench` extra), and preparation times side by side;
+- JAX, tridiagonal residual, n = 10³, 10⁴, 10⁵: the prepared `AutoSparse(AutoJAX())` Jacobian against
+  asdex's jitted `jacobian_from_coloring` (skipped without the `bench` extra), and preparation times;
 - torch, autograd, tape: dense prepared Jacobian time / sparse prepared Jacobian time at n = 1000;
 - the tape's exact sparse Jacobian against SciPy's `approx_derivative(sparsity=...)` at n = 5000;
 - `AutoSparse(AutoFiniteDiff())` against `approx_derivative` with the same pattern (and colors of each);
 - Hessian of a sum of neighbour couplings at n = 1000: dense prepared / sparse prepared, per engine.
 
-    python benchmarks/bench_sparse.py [--rounds 7] [--quick]
+    python benchmarks/bench_sparse.py [--rounds 7] [--quick] [--rows jax,jacobian,scipy,hessian] [--clock cpu]
 """
 
 from __future__ import annotations
@@ -42,6 +43,31 @@ def best(fn: Callable[[], Any], rounds: int, budget: float = 0.2) -> float:
             fn()
         times.append((time.perf_counter() - start) / reps)
     return min(times)
+
+
+#: the clock of `side_by_side`: wall time, or the process's CPU time (`--clock cpu`: steadier where
+#: other work shares the cores, and fair where both calls are single programs of one library)
+CLOCK = time.perf_counter
+
+
+def side_by_side(fns: dict[str, Callable[[], Any]], rounds: int, budget: float = 0.02) -> dict[str, float]:
+    """Best time per call of each of `fns`, their rounds interleaved (one round of each in turn), so that
+    a load that comes and goes on a shared machine weighs on all of them alike."""
+    clock = CLOCK
+    reps = {}
+    for name, fn in fns.items():
+        fn()
+        start = time.perf_counter()
+        fn()
+        reps[name] = max(1, int(budget / max(time.perf_counter() - start, 1e-7)))
+    times = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = clock()
+            for _ in range(reps[name]):
+                fn()
+            times[name] = min(times[name], (clock() - start) / reps[name])
+    return times
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -89,13 +115,17 @@ def jax_rows(rounds: int, sizes: tuple) -> list[list[str]]:
     for n in sizes:
         x = jnp.linspace(0.1, 1.0, n)
         t_prep, prep = timed(lambda x=x: di.prepare_jacobian(f, di.AutoSparse(di.AutoJAX()), x))
-        mine = best(lambda prep=prep, x=x: prep.jacobian(x).data.block_until_ready(), rounds)
+        calls = {"diface": lambda prep=prep, x=x: prep.jacobian(x).data.block_until_ready()}
         if have("asdex"):
             import asdex
 
             t_color, coloring = timed(lambda x=x: asdex.jacobian_coloring(f, x))
             program = jax.jit(asdex.jacobian_from_coloring(f, coloring))
-            theirs = best(lambda program=program, x=x: program(x).data.block_until_ready(), rounds)
+            calls["asdex"] = lambda program=program, x=x: program(x).data.block_until_ready()
+        times = side_by_side(calls, 5 * rounds)
+        mine = times["diface"]
+        if "asdex" in times:
+            theirs = times["asdex"]
             reference, ratio, prep_text = us(theirs), f"{mine / theirs:.2f}", f"{t_prep:.2f} / {t_color:.2f}"
         else:
             reference, ratio, prep_text = "asdex absent", "-", f"{t_prep:.2f} / -"
@@ -132,8 +162,9 @@ def sparse_vs_dense_rows(rounds: int, operator: str, n: int, engines: tuple) -> 
         f = residual(xp) if operator == "jacobian" else couplings(xp)
         prepare = getattr(di, f"prepare_{operator}")
         dense, sparse = prepare(f, backend, x), prepare(f, di.AutoSparse(backend), x)
-        t_dense = best(lambda dense=dense, x=x: getattr(dense, operator)(x), rounds)
-        t_sparse = best(lambda sparse=sparse, x=x: getattr(sparse, operator)(x), rounds)
+        call = lambda prep, x=x: lambda: getattr(prep, operator)(x)
+        times = side_by_side({"dense": call(dense), "sparse": call(sparse)}, rounds)
+        t_dense, t_sparse = times["dense"], times["sparse"]
         label = f"{name} {operator} n={n} ({sparse.ncolors} colors)"
         rows.append(
             [label, "the dense prepared call", us(t_sparse), us(t_dense), f"{t_dense / t_sparse:.1f}x faster", ""]
@@ -164,14 +195,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds")
+    parser.add_argument("--rows", default="jax,jacobian,scipy,hessian", help="which groups of rows to run")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="the clock of compared calls")
     args = parser.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     rounds = 3 if args.quick else args.rounds
+    groups = set(args.rows.split(","))
     rows = []
-    if have("jax"):
-        rows += jax_rows(rounds, (1000,) if args.quick else (1000, 5000))
-    rows += sparse_vs_dense_rows(rounds, "jacobian", 1000, ("torch", "autograd", "tape"))
-    rows += scipy_rows(rounds, 5000)
-    rows += sparse_vs_dense_rows(rounds, "hessian", 1000, ("torch", "autograd", "tape", "jax"))
+    if have("jax") and "jax" in groups:
+        rows += jax_rows(rounds, (1000,) if args.quick else (1000, 10_000, 100_000))
+    if "jacobian" in groups:
+        rows += sparse_vs_dense_rows(rounds, "jacobian", 1000, ("torch", "autograd", "tape"))
+    if "scipy" in groups:
+        rows += scipy_rows(rounds, 5000)
+    if "hessian" in groups:
+        rows += sparse_vs_dense_rows(rounds, "hessian", 1000, ("torch", "autograd", "tape", "jax"))
     headers = ["case", "reference", "diface µs", "reference µs", "ratio", "prep s (diface / asdex)"]
     print(format_table(headers, rows))
 

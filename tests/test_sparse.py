@@ -103,6 +103,39 @@ def test_sparse_hessian_equals_the_dense_one():
     assert np.isclose(y, float(f(x))) and H.nnz == prep.sparsity_pattern.nnz
 
 
+@pytest.mark.parametrize("scale", [None, 2.0, "double"], ids=["no-context", "array-context", "static-context"])
+def test_jax_sparse_plain_and_full_variants_on_jax_arrays(scale):
+    """The plain calls run the products' program alone, the full variants add f's (and its gradient's):
+    both right at a point other than the preparation's, twice; a static context keeps one program."""
+    pytest.importorskip("jax")
+    import jax
+    import jax.numpy as jnp
+
+    def factor(c):
+        return 2.0 if c == "double" else c
+
+    f = lambda x, c=1.0: factor(c) * residual(jnp, x)
+    g = lambda x, c=1.0: factor(c) * couplings(jnp, x)
+    contexts = () if scale is None else (di.Constant(scale),)
+    c = 1.0 if scale is None else factor(scale)
+    b = di.AutoSparse(di.AutoJAX())
+    n = 12
+    x = jnp.linspace(-0.7, 1.2, n)
+    jac = di.prepare_jacobian(f, b, jnp.zeros(n), *contexts)
+    hes = di.prepare_hessian(g, b, jnp.zeros(n), *contexts)
+    want_j, want_h = jax.jacfwd(f)(x, c), jax.hessian(g)(x, c)
+    for _ in range(2):
+        np.testing.assert_allclose(jac.jacobian(x, *contexts).todense(), want_j, rtol=1e-12, atol=1e-12)
+        y, J = jac.value_and_jacobian(x, *contexts)
+        np.testing.assert_allclose(y, f(x, c), rtol=1e-12)
+        np.testing.assert_allclose(J.todense(), want_j, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(hes.hessian(x, *contexts).todense(), want_h, rtol=1e-12, atol=1e-12)
+        v, grad, H = hes.value_gradient_and_hessian(x, *contexts)
+        np.testing.assert_allclose(v, g(x, c), rtol=1e-12)
+        np.testing.assert_allclose(grad, jax.grad(g)(x, c), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(H.todense(), want_h, rtol=1e-12, atol=1e-12)
+
+
 def test_detectors_and_their_errors():
     f = lambda x: x[1:] - x[:-1]
     with pytest.raises(di.ShapeError, match=r"the pattern has shape \(3, 3\)"):

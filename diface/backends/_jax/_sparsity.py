@@ -25,6 +25,7 @@ import numpy as np
 
 from ..._errors import NotSupportedError
 from ..._sparsity import Deps, Nonlinearity
+from ._compile import is_traceable
 from ._sparsity_rules import (
     CONSTANT,
     CUMULATIVE,
@@ -50,8 +51,16 @@ def jaxpr_sparsity(f: Callable, x: Any, context_values: tuple, second: bool) -> 
     that interact nonlinearly): see the module docstring."""
     import jax
 
+    # contexts JAX cannot trace (a string, an object) are closed over, as the compiled kernels hold them
+    traced = [v for v in context_values if is_traceable(v)]
+    slots = [is_traceable(v) for v in context_values]
+
+    def bound(x: Any, *values: Any) -> Any:
+        it = iter(values)
+        return f(x, *(next(it) if slot else v for v, slot in zip(context_values, slots)))
+
     try:
-        closed = jax.make_jaxpr(lambda x, *cv: f(x, *cv))(x, *context_values)
+        closed = jax.make_jaxpr(bound)(x, *traced)
     except jax.errors.ConcretizationTypeError as e:
         raise NotSupportedError(
             "TracerSparsityDetector: f branches on the value of x (or converts it to a number), so its "
@@ -62,7 +71,7 @@ def jaxpr_sparsity(f: Callable, x: Any, context_values: tuple, second: bool) -> 
     jaxpr = closed.jaxpr
     x_deps = Deps.input(np.shape(x), second)
     n = x_deps.n
-    inputs = [x_deps] + [Deps.constant(np.shape(v), n, second) for v in jax.tree_util.tree_leaves(context_values)]
+    inputs = [x_deps] + [Deps.constant(np.shape(v), n, second) for v in jax.tree_util.tree_leaves(traced)]
     (out,) = _run(jaxpr, [_Const(c) for c in closed.consts], inputs, n, second)
     return out if isinstance(out, Deps) else Deps.constant(out.shape, n, second)
 
