@@ -30,7 +30,7 @@ from ..._engines import register_engine
 from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
-from ._compile import forward_or_reverse, make_kernel
+from ._kernels import forward_or_reverse, make_kernel
 from ._lock import MLX_LOCK, on_mlx_thread
 from ._ops import MlxOps, mx_dtype
 from ._transforms import Basis, bind, pull, push, sweep
@@ -180,7 +180,7 @@ class AutoMLX(Backend):
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
         if not isinstance(inner, AutoMLX):
             return None  # another engine inside: the core composes the two
-        from ._nest import MlxNest
+        from ._second_order import MlxNest
 
         with MLX_LOCK:
             return MlxNest(self, inner, problem)
@@ -190,7 +190,9 @@ class AutoMLX(Backend):
         return make_kernel(problem, program, extra, self.compile)
 
 
-register_engine(AutoMLX, name="mlx", namespace="diface.backends.mlx.numpy", direct="diface.backends.mlx._direct:direct")
+register_engine(
+    AutoMLX, name="mlx", namespace="diface.backends.mlx._namespace", direct="diface.backends.mlx._direct:direct"
+)
 
 
 def _boundary() -> Any:

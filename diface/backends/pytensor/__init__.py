@@ -36,7 +36,6 @@ from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel
 from ..._problem import Problem, size_of
 from ._eager import Eager
-from ._graph import Trace
 from ._kernels import (
     graph_kernel,
     jacobian_graph,
@@ -44,6 +43,7 @@ from ._kernels import (
     pullback_graph,
     pushforward_graph,
 )
+from ._trace import Trace
 
 __all__ = ["AutoPyTensor"]
 
@@ -158,7 +158,7 @@ class AutoPyTensor(Backend):
 
     # -- second order --------------------------------------------------------------------------
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
-        from ._nest import PyTensorNest
+        from ._second_order import PyTensorNest
 
         if not isinstance(inner, AutoPyTensor):
             raise NotSupportedError(
@@ -176,7 +176,7 @@ def _like(tangents: tuple, default: Any) -> Any:
 register_engine(
     AutoPyTensor,
     name="pytensor",
-    namespace="diface.backends.pytensor.xp",
+    namespace="diface.backends.pytensor._namespace",
     direct="diface.backends.pytensor._direct:direct",
 )
 

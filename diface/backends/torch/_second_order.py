@@ -31,11 +31,11 @@ from ..._derive._sweep import Basis, chunk_size
 from ..._kernel import Kernel, Result
 from ..._linearization import Linearization
 from ..._problem import Problem, size_of
-from .batching import INF, Batching, vmap_threshold
-from .function import Function, vjp, zeros_if_none
-from .inputs import guarded, private
-from .linearize import GraphLinearization, basis_sample, vmapped_pulls
-from .modes import DUAL_LEVEL, FORWARD_AD, grad_mode, outside_inference_mode, torch
+from ._batching import INF, Batching, vmap_threshold
+from ._inputs import guarded, private
+from ._linearize import GraphLinearization, basis_sample, vmapped_pulls
+from ._modes import DUAL_LEVEL, FORWARD_AD, grad_mode, outside_inference_mode, torch
+from ._trace import Function, vjp, zeros_if_none
 
 __all__ = ["PLANS", "FastestSecondDerivative", "TorchPlan", "plan_for"]
 

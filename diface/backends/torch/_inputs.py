@@ -23,7 +23,7 @@ from ..._contexts import Cache
 from ..._errors import ArgumentError, PreparationMismatchError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
-from .modes import outside_inference_mode, torch
+from ._modes import outside_inference_mode, torch
 
 __all__ = ["META", "check_writable", "context_tensor", "from_numpy", "guarded", "prepared", "private", "usable"]
 

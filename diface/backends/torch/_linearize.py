@@ -23,9 +23,9 @@ from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._linearization import Linearization, Linearizer
 from ..._problem import Problem, size_of
-from .batching import SAMPLE, Batching
-from .function import Function
-from .modes import FORWARD_AD, grad_mode, quiet, torch
+from ._batching import SAMPLE, Batching
+from ._modes import FORWARD_AD, grad_mode, quiet, torch
+from ._trace import Function
 
 __all__ = [
     "DualLinearization",

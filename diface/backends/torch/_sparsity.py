@@ -56,9 +56,9 @@ import numpy as np
 
 from ..._errors import NotSupportedError
 from ..._sparsity import Deps
-from .inputs import from_numpy
-from .modes import torch
-from .sparsity_rules import INPLACE_VIEWS, SUGGESTION, Const, flat, rule_for
+from ._inputs import from_numpy
+from ._modes import torch
+from ._sparsity_rules import INPLACE_VIEWS, SUGGESTION, Const, flat, rule_for
 
 __all__ = ["graph_sparsity"]
 

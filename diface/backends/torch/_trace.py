@@ -17,8 +17,8 @@ from ..._arrays import framework_ops
 from ..._contexts import Cache
 from ..._errors import NotSupportedError
 from ..._problem import Problem
-from .inputs import context_tensor
-from .modes import DUAL_LEVEL, forward_ad, torch
+from ._inputs import context_tensor
+from ._modes import DUAL_LEVEL, forward_ad, torch
 
 __all__ = ["NESTED_DUAL", "NOT_TORCH", "Function", "vjp", "zeros_if_none"]
 

@@ -9,7 +9,7 @@ from typing import Any
 from ..._derive import SecondOrderPlan
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
-from ._compile import forward_or_reverse, make_kernel
+from ._kernels import forward_or_reverse, make_kernel
 from ._transforms import Basis, bind, pull, push, sweep
 
 __all__ = ["MlxNest"]

@@ -72,7 +72,7 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
-from ._batched import BatchRunner, EvaluationCount
+from ._batching import BatchRunner, EvaluationCount
 
 if TYPE_CHECKING:
     from fractions import Fraction
@@ -179,7 +179,7 @@ def _check_order(order: int) -> None:
 @dataclass
 class TaylorReport:
     """What `AutoFiniteDiff`'s Taylor kernel measured in its last call: an estimate of the error of each
-    coefficient (see `diface.backends._finitediff._taylor`: the difference of the last two Richardson
+    coefficient (see `diface.backends.finitediff._taylor`: the difference of the last two Richardson
     levels plus a rounding bound; conservative, typically 10 to 100 times the true error).
 
     Attributes:

@@ -1,5 +1,5 @@
 """The sparsity rules of JAX primitives that need more than a table entry, and the tables themselves, for
-`diface.backends._jax._sparsity` (which interprets a jaxpr with them; see it for what is covered).
+`diface.backends.jax._sparsity` (which interprets a jaxpr with them; see it for what is covered).
 
 Complex values: an element of a complex array is one element of its `Deps` (its real and imaginary
 parts share one index set, the union of theirs). That is exact for the first-order pattern of every

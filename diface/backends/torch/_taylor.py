@@ -38,11 +38,11 @@ from ..._derive._sweep import _assemble
 from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
-from .batching import INF, Trial
-from .function import NOT_TORCH, Function
-from .linearize import basis_sample
-from .modes import FORWARD_AD, grad_mode, quiet, torch
-from .second_order import ReverseOverReverse
+from ._batching import INF, Trial
+from ._linearize import basis_sample
+from ._modes import FORWARD_AD, grad_mode, quiet, torch
+from ._second_order import ReverseOverReverse
+from ._trace import NOT_TORCH, Function
 
 __all__ = ["Series", "laplacian_kernel", "taylor_kernel"]
 

@@ -2,11 +2,11 @@
 
 autograd records a function anew at every call: it runs the Python code with its arrays wrapped in
 boxes, each primitive call adding a node. This backend drives autograd's tracer with node types of its
-own (`diface/backends/_autograd/`) and gives the core a linearization per call (`prepare_linearize`): a
+own (`diface/backends/autograd/`) and gives the core a linearization per call (`prepare_linearize`): a
 `Tape` (one trace, then the backward pass for every cotangent of a batch) or a `Recording` (one trace,
 then a whole batch of tangents pushed through the JVP rules together). Jacobians, gradients,
 derivatives, pushforwards, pullbacks and the same-point preparations are the core's derivations on it;
-second-order operators come from `SecondOrderPlan`s (`_autograd/_plans.py`): a plain backend computes
+second-order operators come from `SecondOrderPlan`s (`autograd/_second_order.py`): a plain backend computes
 Hessians forward over reverse, the gradient traced once and every basis vector pushed through it
 together, where `autograd.hessian` runs a Python backward pass per row.
 
@@ -18,7 +18,7 @@ rule, and elsewhere builds J from pullbacks of the output basis; a plain backend
 back to reverse over reverse.
 
 Threads: autograd numbers traces with one process-wide counter; every preparation and kernel call
-holds one lock (`_autograd/_lock.py`), which keeps the traces of concurrent calls apart.
+holds one lock (`autograd/_lock.py`), which keeps the traces of concurrent calls apart.
 
 f receives autograd boxes, so it must be written with `autograd.numpy` and cannot assign traced values
 into arrays (in-place functions and writes into a `Cache` are not supported); the errors that come from
@@ -32,29 +32,22 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._arrays import NUMPY, ArrayOps
-from .._backend import Backend
-from .._boundary import register_boundary
-from .._derive import SecondOrderPlan
-from .._engines import register_engine
-from .._errors import ArgumentError, NotSupportedError
-from .._kernel import Kernel
-from .._linearization import Linearizer
-from .._problem import Problem
-from ._autograd import (
-    AG,
-    TRACING,
-    Recording,
-    bound,
-    box_ops,
-    eager_pushforward,
-    forward_linearizer,
-    load,
-    plan_for,
-    private_caches,
-    reverse_linearizer,
-    serialized,
-)
+from ..._arrays import NUMPY, ArrayOps
+from ..._backend import Backend
+from ..._boundary import register_boundary
+from ..._derive import SecondOrderPlan
+from ..._engines import register_engine
+from ..._errors import ArgumentError, NotSupportedError
+from ..._kernel import Kernel
+from ..._linearization import Linearizer
+from ..._problem import Problem
+from ._forward import Recording
+from ._internals import AG, load
+from ._linearize import eager_pushforward, forward_linearizer, reverse_linearizer
+from ._lock import TRACING, serialized
+from ._ops import box_ops
+from ._second_order import plan_for
+from ._trace import bound, private_caches
 
 __all__ = ["AutoAutograd"]
 
@@ -125,7 +118,7 @@ class AutoAutograd(Backend):
         """The global pattern from AutoTape's tracer (`TracerSparsityDetector`): autograd.numpy's functions
         call NumPy's on arrays that are not autograd boxes, so f records on a traced x; the recording
         runs on index sets (see `diface.backends._tape._sparsity`)."""
-        from ._tape._sparsity import tape_sparsity
+        from .._tape._sparsity import tape_sparsity
 
         return tape_sparsity(problem, order)
 
@@ -153,7 +146,7 @@ class AutoAutograd(Backend):
     def prepare_pullback_same_point(self, problem: Problem, cotangents: tuple) -> Kernel:
         return Backend.prepare_pullback_same_point(self, private_caches(problem), cotangents)
 
-    # every kernel holds the lock while it runs (see `_autograd/_lock.py`)
+    # every kernel holds the lock while it runs (see `autograd/_lock.py`)
     prepare_pullback = serialized(Backend.prepare_pullback)
     prepare_derivative = serialized(Backend.prepare_derivative)
     prepare_gradient = serialized(Backend.prepare_gradient)
@@ -181,7 +174,7 @@ register_engine(AutoAutograd, name="autograd", namespace="autograd.numpy")
 
 
 def _boundary() -> Any:
-    from ._autograd._boundary import AutogradBoundary
+    from ._boundary import AutogradBoundary
 
     return AutogradBoundary()
 

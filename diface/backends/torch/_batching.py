@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._errors import NotSupportedError
-from .modes import DUAL_LEVEL, quiet, torch
+from ._modes import DUAL_LEVEL, quiet, torch
 
 __all__ = ["INF", "UNTIMED", "Batching", "Trial", "vmap_threshold"]
 

@@ -1,6 +1,6 @@
 """`AutoTorch`: PyTorch autograd (reverse), forward-mode dual tensors (forward), `torch.func.vmap` batching.
 
-Torch's part is how it linearizes f at a point (`diface/backends/_torch/linearize.py`): reverse mode
+Torch's part is how it linearizes f at a point (`diface/backends/torch/_linearize.py`): reverse mode
 records f's graph on a fresh leaf once and pulls back through it (`torch.autograd.grad`, the graph
 retained), forward mode pushes dual tensors through f (`torch.autograd.forward_ad`), batches of
 products go through `torch.func.vmap` where that pays (decided once per preparation), and same-point
@@ -10,14 +10,14 @@ preparations are the core's derivations on those linearizations (`diface/_derive
 f once and sweeps the basis in chunks within the memory of its result. `mode="auto"` (the default)
 sweeps in the mode with fewer products, timing both at preparation where the counts are close.
 
-Second order (`_torch/second_order.py`): a plain `AutoTorch()` runs reverse over reverse for Hessians
+Second order (`torch/_second_order.py`): a plain `AutoTorch()` runs reverse over reverse for Hessians
 and Hessian-vector products (the gradient with `create_graph=True`, then backward passes through it),
 which measured fastest, and reverse over forward for the second derivative of a scalar input;
 `SecondOrder(AutoTorch(outer), AutoTorch(inner))` runs the composition it names (forward over reverse:
 dual tensors through `torch.autograd.grad`; reverse over forward: `torch.autograd.grad` of a dual
 tensor's tangent; forward over forward: nested `torch.func.jvp`).
 
-Taylor mode (`_torch/taylor.py`): `taylor` nests `torch.func.jvp` `order` levels deep, vmapped over the
+Taylor mode (`torch/_taylor.py`): `taylor` nests `torch.func.jvp` `order` levels deep, vmapped over the
 directions where f allows (the core's default, nested pushforward kernels, cannot run on torch: dual
 tensors have one level per process). The exact Laplacian of a scalar f is the faster, timed at
 preparation, of the sum of second coefficients over the basis of x and the Hessian's diagonal by reverse
@@ -26,14 +26,14 @@ over reverse (on a CPU the latter, by 2-5x); of a vector f, the Taylor sum.
 Threads: a preparation may be shared by any number of threads. Torch keeps autograd, grad mode and vmap
 per thread, and runs backward passes of several threads through one retained graph; forward-mode AD has
 one level per process, so every forward-mode computation runs under one lock, `forward_ad_lock` (see
-`_torch/modes.py`): forward-mode calls from several threads take turns, reverse-mode calls run side by
+`torch/_modes.py`): forward-mode calls from several threads take turns, reverse-mode calls run side by
 side. A user's own forward AD in another thread beside diface's forward mode takes the lock too
 (`with diface.backends.torch.forward_ad_lock: ...`); calling diface's forward mode inside a
 `dual_level()` block raises `NotSupportedError` and leaves the block's level intact.
 
 Tensors: any tensor a user holds can come in (as x, a tangent, a context, y or an out= buffer):
 transposed, sliced, expanded, requiring grad, a view of one that does, made under `torch.no_grad()` or
-`torch.inference_mode()`; and calls may be made under either mode (`_torch/inputs.py`). NumPy arrays are
+`torch.inference_mode()`; and calls may be made under either mode (`torch/_inputs.py`). NumPy arrays are
 shared with torch (`torch.from_numpy`) and results come back as NumPy only for NumPy input; tensors
 stay on their device. Nothing the user passes is written but y, out= and the Caches f writes, and no
 result requires grad.
@@ -46,24 +46,24 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._arrays import ArrayOps, framework_ops
-from .._backend import Backend
-from .._boundary import register_boundary
-from .._contexts import Cache
-from .._derive import LaplacianMethod, SecondOrderPlan, choose_kernel, linearized_products, same_point_products
-from .._derive.jacobian import jacobian_in
-from .._engines import register_engine
-from .._errors import ArgumentError
-from .._kernel import Kernel
-from .._linearization import Linearizer
-from .._problem import Problem, check_output, dtype_of, shape_of
-from ._torch.function import Function
-from ._torch.inputs import META, fitted, prepared, private, usable
-from ._torch.linearize import forward_linearizer, gradient_kernel, reverse_linearizer, traced_linearizer
-from ._torch.modes import forward_ad_lock, outside_inference_mode, torch
-from ._torch.ops import TorchOps
-from ._torch.second_order import plan_for
-from ._torch.taylor import laplacian_kernel, taylor_kernel
+from ..._arrays import ArrayOps, framework_ops
+from ..._backend import Backend
+from ..._boundary import register_boundary
+from ..._contexts import Cache
+from ..._derive import LaplacianMethod, SecondOrderPlan, choose_kernel, linearized_products, same_point_products
+from ..._derive.jacobian import jacobian_in
+from ..._engines import register_engine
+from ..._errors import ArgumentError
+from ..._kernel import Kernel
+from ..._linearization import Linearizer
+from ..._problem import Problem, check_output, dtype_of, shape_of
+from ._inputs import META, fitted, prepared, private, usable
+from ._linearize import forward_linearizer, gradient_kernel, reverse_linearizer, traced_linearizer
+from ._modes import forward_ad_lock, outside_inference_mode, torch
+from ._ops import TorchOps
+from ._second_order import plan_for
+from ._taylor import laplacian_kernel, taylor_kernel
+from ._trace import Function
 
 __all__ = ["AutoTorch", "TorchOps", "forward_ad_lock"]
 
@@ -130,8 +130,8 @@ class AutoTorch(Backend):
         return shape_of(out), dtype_of(out)
 
     def detect_sparsity(self, problem: Problem, order: int) -> Any:
-        """The global pattern from f's ATen graph (see `diface.backends._torch.sparsity`)."""
-        from ._torch.sparsity import graph_sparsity
+        """The global pattern from f's ATen graph (see `diface.backends.torch._sparsity`)."""
+        from ._sparsity import graph_sparsity
 
         with outside_inference_mode(), torch().no_grad():
             return graph_sparsity(problem.f, problem.x, problem.context_values, problem.y, order == 2)
@@ -169,7 +169,7 @@ class AutoTorch(Backend):
     # -- Taylor mode: nested torch.func.jvp, vmapped over the directions ---------------------------
     def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
         """`order` nested `torch.func.jvp`s, vmapped over the tangents where f allows and it pays
-        (`_torch/taylor.py`)."""
+        (`torch/_taylor.py`)."""
         return prepared(lambda p, ts: taylor_kernel(p, ts, order), problem, tangents)
 
     def prepare_laplacian(self, problem: Problem, method: LaplacianMethod) -> Kernel:
@@ -202,7 +202,7 @@ register_engine(AutoTorch, name="torch", namespace="torch")
 
 
 def _boundary() -> Any:
-    from ._torch.boundary import TorchBoundary
+    from ._boundary import TorchBoundary
 
     return TorchBoundary()
 

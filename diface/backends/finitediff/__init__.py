@@ -26,13 +26,13 @@ about eps^(4/9) ~ 1e-7 in float64.
 
 Taylor coefficients (orders 1 to 4) and exact Laplacians use central differences with Richardson
 extrapolation, whatever the method, with steps of their own (about eps^(1/8) to eps^(1/10) for Taylor
-coefficients, eps^(1/6) for Laplacians): `_finitediff/_taylor.py` documents the stencils, the steps, the
+coefficients, eps^(1/6) for Laplacians): `finitediff/_taylor.py` documents the stencils, the steps, the
 accuracy of each order and the error estimate of `prep.report`.
 
 The complex-step method evaluates f at complex points: f must be complex-analytic in x (no `abs`,
 `np.real`, comparisons on x). It is exact to rounding and cannot be nested inside itself. Where f returns
 a real value at a complex point, it is not analytic and the complex step raises `NotSupportedError`
-rather than return 0 (`_finitediff/_evaluator.py: check_analytic`). The check sees the dtype only: an f
+rather than return 0 (`finitediff/_evaluator.py: check_analytic`). The check sees the dtype only: an f
 that makes its value complex again (a constant of x's dtype) or writes into y escapes it.
 """
 
@@ -42,17 +42,17 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .._arrays import ArrayOps, ops_for
-from .._backend import Backend
-from .._derive import derive_jacobian
-from .._engines import register_engine
-from .._errors import ArgumentError, NotSupportedError, ShapeError
-from .._kernel import Kernel, Result
-from .._problem import Problem, check_output, dtype_of, shape_of, size_of
-from ._finitediff._batched import EvaluationCount, prepare_batched_jacobian, prepare_batched_pushforward
-from ._finitediff._evaluator import Evaluator, perturbations
-from ._finitediff._mappers import check_executor
-from ._finitediff._taylor import TaylorReport, prepare_fd_laplacian, prepare_fd_taylor, taylor_accuracy_exponent
+from ..._arrays import ArrayOps, ops_for
+from ..._backend import Backend
+from ..._derive import derive_jacobian
+from ..._engines import register_engine
+from ..._errors import ArgumentError, NotSupportedError, ShapeError
+from ..._kernel import Kernel, Result
+from ..._problem import Problem, check_output, dtype_of, shape_of, size_of
+from ._batching import EvaluationCount, prepare_batched_jacobian, prepare_batched_pushforward
+from ._evaluator import Evaluator, perturbations
+from ._mappers import check_executor
+from ._taylor import TaylorReport, prepare_fd_laplacian, prepare_fd_taylor, taylor_accuracy_exponent
 
 __all__ = ["AutoFiniteDiff", "EvaluationCount", "TaylorReport"]
 
@@ -97,7 +97,7 @@ class AutoFiniteDiff(Backend):
     the estimate of whichever call finished last. The exact Laplacian (`di.laplacian`) is the direct
     five-point stencil along each component of x (4n + 1 evaluations, error about eps^(2/3)), and
     `value_gradient_and_laplacian` takes the gradient from the same points. Both use central
-    differences whatever `method` is. Details: `diface.backends._finitediff._taylor`.
+    differences whatever `method` is. Details: `diface.backends.finitediff._taylor`.
 
     Example:
         >>> import numpy as np, diface as di
@@ -219,7 +219,7 @@ class AutoFiniteDiff(Backend):
     def detect_sparsity(self, problem: Problem, order: int) -> Any:
         """The global pattern of NumPy code from AutoTape's tracer (`TracerSparsityDetector`): f recorded
         once on a traced x and run on index sets (see `diface.backends._tape._sparsity`)."""
-        from ._tape._sparsity import tape_sparsity
+        from .._tape._sparsity import tape_sparsity
 
         return tape_sparsity(problem, order)
 

@@ -9,7 +9,7 @@ from typing import Any
 from ..._derive import SecondOrderPlan
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
-from ._compile import make_kernel
+from ._kernels import make_kernel
 from ._transforms import bind, pull, push, sweep
 
 __all__ = ["TensorFlowNest"]

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._arrays import ArrayOps, register_array_ops
 from ..._errors import ArgumentError, ShapeError
-from .inputs import check_writable, from_numpy
+from ._inputs import check_writable, from_numpy
 
 __all__ = ["TorchOps", "device_of", "torch_dtype"]
 

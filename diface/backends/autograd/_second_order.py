@@ -31,12 +31,12 @@ from ..._derive._sweep import Basis, sweep_linearization
 from ..._kernel import Kernel, Result
 from ..._linearization import Linearization
 from ..._problem import Problem, size_of
-from ._box_ops import box_ops
 from ._forward import Recording, jvp
 from ._internals import AG
 from ._linearize import ForwardLinearization, ReverseLinearization
 from ._lock import locked, serialized
 from ._messages import NoJVPRule
+from ._ops import box_ops
 from ._reverse import Tape
 from ._shapes import fresh
 from ._trace import bound, private_caches

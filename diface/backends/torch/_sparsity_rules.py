@@ -1,26 +1,73 @@
-"""The sparsity rules of ATen operations, for `diface.backends._torch.sparsity`: each maps the index sets
+"""The sparsity rules of ATen operations, for `diface.backends.torch._sparsity`: each maps the index sets
 (`Deps`) of an operation's inputs to those of its outputs (see that module for what is covered)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..._sparsity import Deps, Nonlinearity
-from .modes import torch
-from .sparsity_complex import COMPLEX_LAYOUT, COMPLEX_LINEAR, COMPLEX_NONLINEAR, SIGN, complex_layout, is_complex, sign
+from ._modes import torch
 
-if TYPE_CHECKING:
-    from .sparsity import Interpreter
-
-__all__ = ["INPLACE_VIEWS", "SUGGESTION", "Const", "flat", "rule_for"]
+__all__ = ["INPLACE_VIEWS", "SUGGESTION", "Const", "Interpreting", "flat", "rule_for"]
 
 L, N, B, Q = Nonlinearity.LINEAR, Nonlinearity.NONLINEAR, Nonlinearity.BILINEAR, Nonlinearity.QUOTIENT
 SUGGESTION = (
     "use di.DenseSparsityDetector(backend) for the pattern at the preparation point, or di.KnownSparsity(pattern)"
 )
+
+
+# -- complex operations ------------------------------------------------------------------------------------
+# An element of a complex tensor is one element of its `Deps`: its real and imaginary parts share one
+# index set (the union of theirs). Elementwise rules written for real tensors then hold unchanged, as a
+# complex operation is a real one on the elements' pairs: linear (`complex`, `conj`, `real`, `imag`, +),
+# bilinear (products) or nonlinear (holomorphic functions). That is exact for the first-order pattern of
+# holomorphic operations (both parts of f(z) depend on both parts of z) and conservative otherwise (the
+# pattern of `conj(z)`'s diagonal 2 x 2 block is full). What needs its own rule:
+#
+# - the views between the two layouts, which change the shape: `view_as_real` adds a trailing axis of 2
+#   (both of an element's parts depend on the whole element), `view_as_complex` drops it (an element
+#   depends on both of its parts); `real`/`imag` reach the graph as `view_as_real` then `select`;
+# - `abs`, `sgn` and `angle` of a complex operand, which are smooth and nonlinear (the modulus, z / |z|,
+#   the phase) where their real counterparts are piecewise linear or constant.
+
+#: linear on the pairs, same shape: elementwise rules apply
+COMPLEX_LINEAR = frozenset("complex conj _conj conj_physical resolve_conj resolve_neg _neg_view _conj_physical".split())
+#: nonlinear, same shape: `polar(r, θ)` = r·exp(iθ)
+COMPLEX_NONLINEAR = frozenset({"polar"})
+#: between a complex tensor and its real pairs
+COMPLEX_LAYOUT = frozenset({"view_as_real", "view_as_complex"})
+#: the sign and the phase: constant (no derivative: ±1, 0 or π) of a real operand, smooth and nonlinear of
+#: a complex one (z / |z|, atan2(Im z, Re z))
+SIGN = frozenset({"sign", "sgn", "angle"})
+
+
+def is_complex(arg: Any) -> bool:
+    """Whether a graph node's value (its example in `meta`) is a complex tensor."""
+    val = getattr(arg, "meta", {}).get("val")
+    return bool(getattr(getattr(val, "dtype", None), "is_complex", False))
+
+
+def complex_layout(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+    """`view_as_real(z)`: element (..., k) is part k of element ... of z; `view_as_complex(v)`: element
+    ... combines (..., 0) and (..., 1) of v, linearly."""
+    d = it.deps(args[0])
+    ids = np.arange(d.size).reshape(d.shape)
+    if name == "view_as_real":
+        return d.gather(np.broadcast_to(ids[..., None], tuple(shapes)))
+    return d.reduce(ids // 2, tuple(shapes), Nonlinearity.LINEAR)
+
+
+def sign(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+    """z / |z| and the phase of a complex z are smooth off 0 and nonlinear; the sign and phase of a real
+    number are piecewise constant, with no derivative."""
+    if not is_complex(it.node.args[0]):
+        return it.constant(shapes)
+    return Deps.elementwise(tuple(shapes), [it.deps(args[0])], Nonlinearity.NONLINEAR)
+
+
 _ELEMENTWISE: dict[str, Nonlinearity] = {
     **dict.fromkeys(
         "add sub neg rsub positive abs maximum minimum fmax fmin clamp clamp_min clamp_max relu hardtanh "
@@ -108,8 +155,32 @@ def flat(value: Any) -> list:
     return [w for v in value for w in flat(v)] if isinstance(value, (list, tuple)) else [value]
 
 
+class Interpreting(Protocol):
+    """What a rule sees of the interpreter running the graph (`diface.backends.torch._sparsity.Interpreter`,
+    which imports these rules: the rules see it through this protocol, so the two modules form no cycle)."""
+
+    #: the number of x's elements, and whether second-order (interaction) sets are tracked
+    n: int
+    second: bool
+    #: the ATen op (overload) and the graph node being interpreted, for rules that run it on ids or zeros
+    target: Any
+    node: Any
+
+    def constant(self, shapes: Any) -> Any:
+        """`Deps` depending on no input, of `shapes` (a list of them for several outputs)."""
+        ...
+
+    def deps(self, v: Any) -> Deps:
+        """`v`'s dependencies: itself if `Deps`, else none (a known value)."""
+        ...
+
+    def evaluate(self, target: Any, args: tuple, kwargs: dict, shapes: Any) -> Any:
+        """`target` run on known values."""
+        ...
+
+
 # -- rules --------------------------------------------------------------------------------------------------
-Rule = Callable[["Interpreter", str, tuple, dict, Any], Any]
+Rule = Callable[["Interpreting", str, tuple, dict, Any], Any]
 
 
 def rule_for(name: str) -> Rule | None:
@@ -146,7 +217,7 @@ def rule_for(name: str) -> Rule | None:
     return None
 
 
-def _from_shape(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _from_shape(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     """`zeros_like(x)` and the like: computed on zeros of x's shape (the values of x do not matter),
     unless a traced fill value makes it depend on x."""
     t = torch()
@@ -156,7 +227,7 @@ def _from_shape(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: A
     return it.evaluate(it.target, tuple(zeros(a) for a in args), kwargs, shapes)
 
 
-def _elementwise(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _elementwise(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     operands = [a for a in args if isinstance(a, (Deps, Const))]
     if name == "pow" and isinstance(args[0], Deps) and isinstance(args[1], (int, float)):
         if args[1] == 0:
@@ -182,7 +253,7 @@ def _elementwise(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: 
     return Deps.elementwise(shapes, [it.deps(a) for a in operands], kind)
 
 
-def _scaled(it: Interpreter, operands: list, shapes: tuple) -> Deps:
+def _scaled(it: Interpreting, operands: list, shapes: tuple) -> Deps:
     """A traced value times a known one: zero (depending on nothing) where the known one is zero."""
     d = next(a for a in operands if isinstance(a, Deps))
     c = next(a for a in operands if isinstance(a, Const)).value.cpu()
@@ -194,7 +265,7 @@ def _scaled(it: Interpreter, operands: list, shapes: tuple) -> Deps:
     return result.gather(ids)
 
 
-def _select(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _select(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     """`where(cond, a, b)`, `masked_fill(a, mask, v)`, `index_fill(a, dim, index, v)`: a selection where
     the condition is known, else either operand at every position (the condition is not differentiated)."""
     condition = args[0] if name == "where" else args[1] if name == "masked_fill" else args[2]
@@ -204,7 +275,7 @@ def _select(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) 
     return Deps.elementwise(shapes, [d for d in data if isinstance(d, Deps)], L)
 
 
-def _move(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _move(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     """Run the op on element ids instead of values (1 + the element's position among the data operands'
     elements, 0 for a constant): each output id says which element an output element is."""
     t = torch()
@@ -236,7 +307,7 @@ def _move(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) ->
     return [gather(o) for o in out] if isinstance(out, (list, tuple)) else gather(out)
 
 
-def _stack(it: Interpreter, parts: list[Deps]) -> Deps:
+def _stack(it: Interpreting, parts: list[Deps]) -> Deps:
     import scipy.sparse as sp
 
     if len(parts) == 1:
@@ -246,7 +317,7 @@ def _stack(it: Interpreter, parts: list[Deps]) -> Deps:
     return Deps((first.shape[0],), it.n, first, pairs)
 
 
-def _anywhere(it: Interpreter, data: list[Deps], shapes: Any, kind: Nonlinearity = L) -> Any:
+def _anywhere(it: Interpreting, data: list[Deps], shapes: Any, kind: Nonlinearity = L) -> Any:
     """Every output element may be any element of `data` (combined as `kind`)."""
     merged = [d.reduce(np.zeros(d.size, dtype=np.int64), (), kind) for d in data]
     everything = Deps.elementwise((), merged, kind) if merged else Deps.constant((), it.n, it.second)
@@ -254,7 +325,7 @@ def _anywhere(it: Interpreter, data: list[Deps], shapes: Any, kind: Nonlinearity
     return [spread(s) for s in shapes] if isinstance(shapes, list) else spread(shapes)
 
 
-def _accumulate(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _accumulate(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     """`index_put(..., accumulate=True)`, `index_add`, `scatter_add`: the operand plus each source
     element added at its target (found by running the matching gather on the operand's positions)."""
     t = torch()
@@ -300,7 +371,7 @@ def _reduce(d: Deps, dims: tuple[int, ...], shape: tuple, kind: Nonlinearity) ->
     return d.reduce(groups, shape, kind)
 
 
-def _reduction(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _reduction(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     d = it.deps(args[0])
     at = 2 if name in ("linalg_vector_norm", "norm") else 1  # norms take the order first
     dims = args[at] if len(args) > at else None
@@ -313,7 +384,7 @@ def _reduction(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: An
     return _reduce(d, dims, shapes, kind)
 
 
-def _cumulative(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _cumulative(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     """Element k along the dim combines elements 0..k (a sparse 0/1 lower-triangular map per line)."""
     import scipy.sparse as sp
 
@@ -329,7 +400,7 @@ def _cumulative(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: A
     return [out, it.constant(shapes[1])] if isinstance(shapes, list) else out
 
 
-def _along_dims(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _along_dims(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     """Each output element depends on every element sharing its position off the dims (softmax, sort,
     FFTs): pooled over them, then spread over the output."""
     d = it.deps(args[0])
@@ -348,7 +419,7 @@ def _along_dims(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: A
     return spread(shapes)
 
 
-def _layer_norm(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _layer_norm(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     """`native_layer_norm(x, shape, weight, bias, eps)` -> (out, mean, rstd): each element normalized over
     its trailing `shape` (nonlinearly), then scaled and shifted."""
     d = it.deps(args[0])
@@ -361,7 +432,7 @@ def _layer_norm(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: A
     return [out, spread(shapes[1]), spread(shapes[2])]
 
 
-def _product(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _product(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     """Matrix products as `(batch, m, k) @ (batch, k, p)`; `addmm`-like ops add their first operand."""
     bias = None
     if name in ("addmm", "baddbmm", "addmv"):
@@ -387,7 +458,7 @@ def _as3(v: Any, shape: tuple) -> Any:
     return v.gather(np.arange(v.size).reshape(shape))
 
 
-def _matmul(it: Interpreter, a: Any, b: Any) -> Deps:
+def _matmul(it: Interpreting, a: Any, b: Any) -> Deps:
     (nb, m, k), p = a.shape, b.shape[2]
     if isinstance(a, Const) or isinstance(b, Const):
         return _matmul_constant(it, a, b)
@@ -402,7 +473,7 @@ def _matmul(it: Interpreter, a: Any, b: Any) -> Deps:
     return Deps.elementwise((nb, m, p), [rows, cols], B)
 
 
-def _matmul_constant(it: Interpreter, a: Any, b: Any) -> Deps:
+def _matmul_constant(it: Interpreting, a: Any, b: Any) -> Deps:
     """A product with a known matrix: an output element depends on the traced elements its nonzeros meet."""
     import scipy.sparse as sp
 
@@ -425,7 +496,7 @@ def _matmul_constant(it: Interpreter, a: Any, b: Any) -> Deps:
     return traced.combine(members, (nb, m, p), L)
 
 
-def _dense(it: Interpreter, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
+def _dense(it: Interpreting, name: str, args: tuple, kwargs: dict, shapes: Any) -> Any:
     """Dense linear algebra: every output element may depend on every input element, nonlinearly."""
     data = [v for v in flat([args, list(kwargs.values())]) if isinstance(v, Deps)]
     return _anywhere(it, data, shapes, N)

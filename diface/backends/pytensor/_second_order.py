@@ -9,8 +9,8 @@ from typing import Any
 from ..._derive import SecondOrderPlan
 from ..._kernel import Kernel
 from ..._problem import Problem
-from ._graph import Trace
 from ._kernels import gradient_of, graph_kernel, jacobian_graph, pullback_graph, pushforward_graph
+from ._trace import Trace
 
 __all__ = ["PyTensorNest"]
 

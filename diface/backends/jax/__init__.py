@@ -33,21 +33,21 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._arrays import ArrayOps, framework_ops
-from .._backend import Backend
-from .._boundary import register_boundary
-from .._derive import LaplacianMethod, SecondOrderPlan, choose_kernel
-from .._engines import register_engine
-from .._errors import ArgumentError
-from .._kernel import Kernel, Result
-from .._linearization import Linearizer
-from .._problem import Problem
-from ._jax._compile import linear_kernel, make_kernel, one_program_kernel
-from ._jax._linearize import linearizer
-from ._jax._nest import JaxNest
-from ._jax._ops import JaxOps
-from ._jax._transforms import Seeds, bind, pull, pull_with, push, push_with, sweep
-from ._jax._trees import JaxTrees  # noqa: F401 - registers JAX's pytrees as trees
+from ..._arrays import ArrayOps, framework_ops
+from ..._backend import Backend
+from ..._boundary import register_boundary
+from ..._derive import LaplacianMethod, SecondOrderPlan, choose_kernel
+from ..._engines import register_engine
+from ..._errors import ArgumentError
+from ..._kernel import Kernel, Result
+from ..._linearization import Linearizer
+from ..._problem import Problem
+from ._kernels import linear_kernel, make_kernel, one_program_kernel
+from ._linearize import linearizer
+from ._ops import JaxOps
+from ._second_order import JaxNest
+from ._transforms import Seeds, bind, pull, pull_with, push, push_with, sweep
+from ._trees import JaxTrees  # noqa: F401 - registers JAX's pytrees as trees
 
 __all__ = ["AutoJAX", "JaxOps"]
 
@@ -184,23 +184,23 @@ class AutoJAX(Backend):
 
     def prepare_linearize(self, problem: Problem, mode: str) -> Linearizer:
         """`jax.linearize` compiled once for the problem's shapes; its linear map goes to compiled
-        batched products (see `diface.backends._jax._linearize`)."""
+        batched products (see `diface.backends.jax._linearize`)."""
         return linearizer(problem, self._jits(problem))
 
     def detect_sparsity(self, problem: Problem, order: int) -> Any:
-        """The global pattern from f's jaxpr (see `diface.backends._jax._sparsity`)."""
-        from ._jax._sparsity import jaxpr_sparsity
+        """The global pattern from f's jaxpr (see `diface.backends.jax._sparsity`)."""
+        from ._sparsity import jaxpr_sparsity
 
         return jaxpr_sparsity(problem.f, problem.x, problem.context_values, order == 2)
 
     def prepare_sparse_jacobian(self, problem: Problem, coloring: Any) -> Kernel:
-        """Compressed products and decompression compiled as one program (`diface.backends._jax._sparse`)."""
-        from ._jax._sparse import sparse_jacobian_kernel
+        """Compressed products and decompression compiled as one program (`diface.backends.jax._sparse`)."""
+        from ._sparse import sparse_jacobian_kernel
 
         return sparse_jacobian_kernel(problem, coloring, self._jits(problem))
 
     def prepare_sparse_hessian(self, problem: Problem, coloring: Any) -> Kernel:
-        from ._jax._sparse import sparse_hessian_kernel
+        from ._sparse import sparse_hessian_kernel
 
         return sparse_hessian_kernel(problem, coloring, self._jits(problem))
 
@@ -208,8 +208,8 @@ class AutoJAX(Backend):
     def prepare_taylor(self, problem: Problem, tangents: tuple, order: int) -> Kernel:
         """`jax.experimental.jet` where it has a rule for every primitive of f's jaxpr that depends on
         x, else `order` nested `jvp`s; a batch of directions under `vmap`; compiled whole (see
-        `diface.backends._jax._taylor`)."""
-        from ._jax._taylor import batched_series, jet_covers
+        `diface.backends.jax._taylor`)."""
+        from ._taylor import batched_series, jet_covers
 
         f = problem.f
         use_jet = jet_covers(bind(f, problem.context_values), problem.x)
@@ -231,7 +231,7 @@ class AutoJAX(Backend):
         propagation cannot walk. Hutchinson's estimate is the core's (`diface._derive.laplacian`)."""
         import jax
 
-        from ._jax._taylor import collapsed_laplacian, swept_laplacian
+        from ._taylor import collapsed_laplacian, swept_laplacian
 
         if method.method != "exact" or 0 in problem.x_shape:
             return super().prepare_laplacian(problem, method)
@@ -280,7 +280,7 @@ register_engine(AutoJAX, name="jax", namespace="jax.numpy", float64=_enable_x64)
 
 
 def _boundary() -> Any:
-    from ._jax._boundary import JaxBoundary
+    from ._boundary import JaxBoundary
 
     return JaxBoundary()
 

@@ -8,7 +8,7 @@ from typing import Any
 from ..._derive import SecondOrderPlan
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
-from ._compile import linear_kernel, make_kernel
+from ._kernels import linear_kernel, make_kernel
 from ._transforms import Seeds, bind, pull, pull_with, push, push_with, sweep, without_aux
 
 __all__ = ["JaxNest"]

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..._errors import NotSupportedError
-from .ops import TorchOps, exportable
+from ._ops import TorchOps, exportable
 
 __all__ = ["TorchBoundary"]
 

@@ -5,7 +5,7 @@ preparation, which serves the plain and the full variant: forward products `J S`
 `jvp`s over the seed columns (one per color), reverse products `Sᵀ J` a `vmap` of the `vjp` of one
 forward pass, Hessian products `H S` a `vmap` of the linearized gradient (forward over reverse); the
 nonzeros are then gathered out of the products with index arrays fixed at preparation. The index
-arrays go to the device once and into the program as arguments (`_compile.constants_kernel`): as
+arrays go to the device once and into the program as arguments (`_kernels.constants_kernel`): as
 constants, XLA compiled them slowly. The seeds stay constants, so that XLA folds the linear part of
 f's tangent along them. The plain call of a preparation given nothing but x runs the program and
 wraps its output in a `BCOO` whose indices were put on the device once.
@@ -20,7 +20,7 @@ import numpy as np
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
 from ..._sparse._plans import decompress
-from ._compile import constants_kernel
+from ._kernels import constants_kernel
 from ._transforms import bind
 
 __all__ = ["sparse_hessian_kernel", "sparse_jacobian_kernel"]
