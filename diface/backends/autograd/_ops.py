@@ -1,6 +1,6 @@
 """autograd's traced arrays (boxes) as the core sees them, when diface runs inside a function that
-autograd differentiates: NumPy's dtypes and constructors, immutable values computed on with
-`autograd.numpy`. Registered as the "autograd" array namespace."""
+autograd differentiates: NumPy's dtypes and constructors (`NumpyOps`), immutable values computed on with
+`autograd.numpy` (`NamespaceOps`). Registered as the "autograd" array namespace."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from ..._arrays import ArrayOps, NumpyOps, framework_ops, register_array_ops
+from ..._arrays import ArrayOps, NamespaceOps, NumpyOps, framework_ops, register_array_ops
 from ._internals import AG
 
 __all__ = ["box_ops"]
 
 
-class ArrayBoxOps(NumpyOps):
+class ArrayBoxOps(NamespaceOps, NumpyOps):
+    """The computations are `autograd.numpy`'s (`NamespaceOps`, first in the order), so that they are
+    recorded on the box; construction and dtypes are NumPy's (`NumpyOps`)."""
+
     name = "autograd"
     mutable = False
 
@@ -22,7 +25,7 @@ class ArrayBoxOps(NumpyOps):
         import autograd.numpy as anp
         from autograd.numpy.numpy_boxes import ArrayBox
 
-        self.anp = anp
+        super().__init__(anp)
         self.array_types = (ArrayBox,)
 
     def to_numpy(self, a: Any) -> np.ndarray:
@@ -31,47 +34,11 @@ class ArrayBoxOps(NumpyOps):
     def copy(self, a: Any) -> Any:
         return a  # boxes are immutable values
 
-    def reshape(self, a: Any, shape: tuple) -> Any:
-        return self.anp.reshape(a, shape)
-
-    def stack(self, arrays: list, axis: int = 0) -> Any:
-        return self.anp.stack(arrays, axis=axis)
-
-    def concat(self, arrays: list) -> Any:
-        return self.anp.concatenate(arrays)
-
     def unstack(self, a: Any) -> list:
         return [a[i] for i in range(a.shape[0])]
 
-    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
-        return self.anp.moveaxis(a, source, destination)
-
-    def matmul(self, a: Any, b: Any) -> Any:
-        return self.anp.matmul(a, b)
-
-    def vdot(self, a: Any, b: Any) -> Any:
-        return self.anp.sum(a * b)
-
-    def abs(self, a: Any) -> Any:
-        return self.anp.abs(a)
-
-    def max(self, a: Any) -> Any:
-        return self.anp.max(a)
-
-    def maximum(self, a: Any, b: Any) -> Any:
-        return self.anp.maximum(a, b)
-
-    def imag(self, a: Any) -> Any:
-        return self.anp.imag(a)
-
-    def real(self, a: Any) -> Any:
-        return self.anp.real(a)
-
-    def to_pairs(self, z: Any) -> Any:
-        return self.anp.stack([self.anp.real(z), self.anp.imag(z)], axis=-1)
-
     def from_pairs(self, v: Any) -> Any:
-        return v[..., 0] + 1j * v[..., 1]
+        return ArrayOps.from_pairs(self, v)  # the arithmetic (NumPy's views would leave the box)
 
     def equal(self, a: Any, b: Any) -> bool:
         return bool(np.array_equal(AG.getval(a), AG.getval(b)))

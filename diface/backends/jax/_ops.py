@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._arrays import ArrayOps, register_array_ops
+from ..._arrays import StandardNamespaceOps, register_array_ops
 from ..._errors import ArgumentError, NotSupportedError
 
 __all__ = ["X64_HINT", "JaxOps", "device_of"]
@@ -19,8 +19,9 @@ X64_HINT = (
 )
 
 
-class JaxOps(ArrayOps):
-    """JAX arrays (and tracers): immutable, on the device of the array they are made like."""
+class JaxOps(StandardNamespaceOps):
+    """JAX arrays (and tracers): immutable, on the device of the array they are made like; the
+    computations are `jax.numpy`'s (`StandardNamespaceOps`), the rest is JAX's own."""
 
     name = "jax"
     mutable = False
@@ -30,10 +31,14 @@ class JaxOps(ArrayOps):
         import jax
         import jax.numpy as jnp
 
+        super().__init__(jnp)
         self.jax = jax
         self.jnp = jnp
         self.array_types = (jax.Array,)
         self._default_device = jax.devices()[0]
+
+    def device_like(self, like: Any) -> Any:
+        return device_of(like)
 
     # conversions -----------------------------------------------------------------------------
     def asarray(self, a: Any, like: Any = None) -> Any:
@@ -58,30 +63,12 @@ class JaxOps(ArrayOps):
         return np.array(a)  # a writable copy (np.asarray of a JAX array is a read-only view)
 
     # construction ----------------------------------------------------------------------------
-    def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any:
-        return self.jnp.zeros(shape, dtype, device=device_of(like))
-
-    def eye(self, n: int, dtype: Any, like: Any = None) -> Any:
-        return self.jnp.eye(n, dtype=dtype, device=device_of(like))
-
     def copy(self, a: Any) -> Any:
         return self.jnp.array(a, copy=True)
 
     # shape -----------------------------------------------------------------------------------
-    def reshape(self, a: Any, shape: tuple) -> Any:
-        return self.jnp.reshape(a, shape)
-
-    def stack(self, arrays: list, axis: int = 0) -> Any:
-        return self.jnp.stack(arrays, axis=axis)
-
-    def concat(self, arrays: list) -> Any:
-        return self.jnp.concatenate(arrays)
-
-    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
-        return self.jnp.moveaxis(a, source, destination)
-
     def index_array(self, a: np.ndarray, like: Any = None) -> Any:
-        return self.jnp.asarray(a, device=device_of(like)) if device_of(like) is not None else self.jnp.asarray(a)
+        return super().asarray(a, like)  # the standard's conversion: integers need no precision check
 
     def sparse_matrix(self, pattern: Any, data: Any) -> Any:
         """A `jax.experimental.sparse.BCOO` (indices: rows and columns, in CSR order). The indices go to
@@ -105,30 +92,6 @@ class JaxOps(ArrayOps):
         return rows.reshape((hi - lo, *shape))
 
     # arithmetic ------------------------------------------------------------------------------
-    def matmul(self, a: Any, b: Any) -> Any:
-        return self.jnp.matmul(a, b)
-
-    def vdot(self, a: Any, b: Any) -> Any:
-        return self.jnp.sum(a * b)
-
-    def abs(self, a: Any) -> Any:
-        return self.jnp.abs(a)
-
-    def max(self, a: Any) -> Any:
-        return self.jnp.max(a)
-
-    def maximum(self, a: Any, b: Any) -> Any:
-        return self.jnp.maximum(a, b)
-
-    def imag(self, a: Any) -> Any:
-        return self.jnp.imag(a)
-
-    def real(self, a: Any) -> Any:
-        return self.jnp.real(a)
-
-    def to_pairs(self, z: Any) -> Any:
-        return self.jnp.stack([self.jnp.real(z), self.jnp.imag(z)], axis=-1)
-
     def from_pairs(self, v: Any) -> Any:
         return self.jax.lax.complex(v[..., 0], v[..., 1])
 
@@ -230,20 +193,11 @@ class JaxOps(ArrayOps):
     def astype(self, a: Any, dtype: Any) -> Any:
         return self.jnp.asarray(a).astype(dtype)
 
-    def result_type(self, *dtypes: Any) -> Any:
-        return self.jnp.result_type(*dtypes)
-
     def is_floating(self, dtype: Any) -> bool:
         return bool(self.jnp.issubdtype(dtype, self.jnp.floating))
 
     def is_complex(self, dtype: Any) -> bool:
         return bool(self.jnp.issubdtype(dtype, self.jnp.complexfloating))
-
-    def eps(self, dtype: Any) -> float:
-        return float(self.jnp.finfo(dtype).eps)
-
-    def complex_dtype(self, dtype: Any) -> Any:
-        return self.jnp.result_type(dtype, self.jnp.complex64)
 
 
 register_array_ops("jax", JaxOps)

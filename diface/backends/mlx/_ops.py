@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._arrays import NUMPY, ArrayOps, register_array_ops
+from ..._arrays import NUMPY, NamespaceOps, register_array_ops
 from ..._errors import ArgumentError, NotSupportedError
 from ._lock import MLX_LOCK
 
@@ -55,8 +55,12 @@ def check_float64(dtype: Any) -> None:
         )
 
 
-class MlxOps(ArrayOps):
-    """MLX arrays: immutable to diface, lazy (evaluated before they reach NumPy)."""
+class MlxOps(NamespaceOps):
+    """MLX arrays: immutable to diface, lazy (evaluated before they reach NumPy); the computations are
+    `mlx.core`'s (`NamespaceOps`), construction names MLX's dtypes. Complex numbers from pairs are the
+    default `v[..., 0] + 1j * v[..., 1]`: complex64 whatever v's precision (MLX has no complex128), as MLX
+    promotes `1j * x` itself; AutoMLX refuses complex inputs and outputs (`check_complex`) after the call
+    path's first look at f."""
 
     name = "mlx"
     mutable = False
@@ -64,6 +68,7 @@ class MlxOps(ArrayOps):
     def __init__(self) -> None:
         import mlx.core as mx
 
+        super().__init__(mx)
         self.mx = mx
         self.array_types = (mx.array,)
 
@@ -97,46 +102,7 @@ class MlxOps(ArrayOps):
     def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
         return self.mx.eye(hi - lo, n, lo, dtype=mx_dtype(dtype)).reshape((hi - lo, *shape))
 
-    # shape -----------------------------------------------------------------------------------
-    def reshape(self, a: Any, shape: tuple) -> Any:
-        return self.mx.reshape(a, shape)
-
-    def stack(self, arrays: list, axis: int = 0) -> Any:
-        return self.mx.stack(arrays, axis=axis)
-
-    def concat(self, arrays: list) -> Any:
-        return self.mx.concatenate(arrays)
-
-    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
-        return self.mx.moveaxis(a, source, destination)
-
-    # arithmetic ------------------------------------------------------------------------------
-    def matmul(self, a: Any, b: Any) -> Any:
-        return self.mx.matmul(a, b)
-
-    def vdot(self, a: Any, b: Any) -> Any:
-        return self.mx.sum(a * b)
-
-    def abs(self, a: Any) -> Any:
-        return self.mx.abs(a)
-
-    def max(self, a: Any) -> Any:
-        return self.mx.max(a)
-
-    def maximum(self, a: Any, b: Any) -> Any:
-        return self.mx.maximum(a, b)
-
-    def imag(self, a: Any) -> Any:
-        return self.mx.imag(a)
-
-    def real(self, a: Any) -> Any:
-        return self.mx.real(a)
-
-    def from_pairs(self, v: Any) -> Any:
-        # complex64 whatever v's precision (MLX has no complex128), as MLX promotes 1j * x itself; AutoMLX
-        # refuses complex inputs and outputs (`check_complex`) after the call path's first look at f
-        return v[..., 0] + 1j * v[..., 1]
-
+    # dtypes and evaluation -------------------------------------------------------------------
     def real_dtype(self, dtype: Any) -> Any:
         return self.mx.float32 if mx_dtype(dtype) == self.mx.complex64 else mx_dtype(dtype)
 
