@@ -23,6 +23,14 @@ holds one lock (`autograd/_lock.py`), which keeps the traces of concurrent calls
 f receives autograd boxes, so it must be written with `autograd.numpy` and cannot assign traced values
 into arrays (in-place functions and writes into a `Cache` are not supported); the errors that come from
 doing so say so.
+
+Modules, one job each (the names every engine uses, docs/add-a-backend.md), bottom-up: `_internals`
+(autograd's modules and internals bound on first use, this backend's node types), `_lock` (`TRACING`),
+`_messages` (what goes wrong and what to do), `_shapes` ((co)tangents fitted to their values' shapes),
+`_trace` (f run on boxes at a fresh trace level), `_rule_fixes` (autograd's wrong rules repaired or
+refused), `_reverse` (`Tape`), `_batching` and `_forward` (`Recording`, batches of tangents through the
+JVP rules), `_linearize` (the two as the core's linearizations), `_second_order` (`SecondOrderPlan`s),
+`_ops` (autograd's boxes as an `ArrayOps`), `_boundary` (autograd outside `DifferentiateWith`).
 """
 
 from __future__ import annotations

@@ -34,6 +34,11 @@ The complex-step method evaluates f at complex points: f must be complex-analyti
 a real value at a complex point, it is not analytic and the complex step raises `NotSupportedError`
 rather than return 0 (`finitediff/_evaluator.py: check_analytic`). The check sees the dtype only: an f
 that makes its value complex again (a constant of x's dtype) or writes into y escapes it.
+
+Modules, one job each (the names every engine uses, docs/add-a-backend.md): `_evaluator` (f at one
+perturbed point at a time, with per-thread scratch), `_mappers` (executors: one task per point),
+`_batching` (every point of one operator call evaluated together: `vectorized=True` or `executor=`),
+`_taylor` (Taylor coefficients and Laplacians by Richardson-extrapolated central differences).
 """
 
 from __future__ import annotations

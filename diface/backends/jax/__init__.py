@@ -22,6 +22,14 @@ JAX arrays are immutable: no in-place functions, no `out=` into JAX arrays (NumP
 NumPy `out=` buffers, work), and functions cannot write into a `Cache` (one they only read works).
 Without JAX's 64-bit mode a float64 NumPy array would silently become float32: that raises
 `NotSupportedError` saying how to enable it.
+
+Modules, one job each (the names every engine uses, docs/add-a-backend.md), none importing jax at
+module import: `_ops` (`JaxOps`, JAX arrays as the core sees them), `_trees` (JAX's pytrees),
+`_transforms` (traceable building blocks: jvp/vjp batches, basis sweeps, seeds), `_kernels` (whole
+programs compiled per preparation, the direct path for x alone), `_linearize` (`jax.linearize` compiled
+once), `_second_order` (two modes nested in one computation), `_taylor` (jet and nested jvps, the
+collapsed Laplacian), `_sparsity` and `_sparsity_rules` (the jaxpr interpreted on index sets), `_sparse`
+(compressed products and decompression as one program), `_boundary` (JAX outside `DifferentiateWith`).
 """
 
 from __future__ import annotations

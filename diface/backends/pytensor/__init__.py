@@ -17,6 +17,14 @@ more than calling (see `_compile`): compiled functions are cached per (f, operat
 graph's structure, compiled with PyTensor's default mode (C code). A compiled
 function holds its own storage, so calls on one preparation are serialized by a lock (threads get
 right results, one at a time). In-place functions are refused: symbolic tensors cannot be written to.
+
+Modules, one job each (the names every engine uses, docs/add-a-backend.md): `_compile` (the compile mode,
+a bounded cache, thread-safe calls), `_trace` (f traced into a graph on symbolic inputs), `_realify`
+(complex intermediates as real pairs), `_eager` (f on NumPy arrays), `_ops` (`SymbolicOps`, for the core's
+code inside a trace), `_kernels` (one compiled function per operator), `_second_order`, `_taylor`,
+`_sparsity` (f's graph on index sets), `_boundary` (PyTensor outside `DifferentiateWith`), `_namespace`
+(`pytensor.tensor` plus the NumPy names it lacks; also `diface.backends.pytensor.xp`), `_direct`
+(PyTensor's own fastest calls, for `python -m diface bench`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,13 @@
 """`AutoTensorFlow`: TensorFlow's `GradientTape` and `ForwardAccumulator`, traced with `tf.function`.
 
 See the class docstring. Importing this package imports no TensorFlow: it is imported on first use.
+
+Modules, one job each (the names every engine uses, docs/add-a-backend.md): `_env` (TensorFlow imported
+quietly, once), `_ops` (`TensorFlowOps`), `_namespace` (`tensorflow.experimental.numpy` plus `fft`),
+`_transforms` (`ForwardAccumulator` and `GradientTape`, batched), `_kernels` (one `tf.function` per
+operator and variant, traced at preparation), `_second_order`, `_taylor`, `_sparsity` (the traced graph
+on index sets), `_boundary` (TensorFlow outside `DifferentiateWith`), `_direct` (TensorFlow's own fastest
+calls, for `python -m diface bench`).
 """
 
 from __future__ import annotations

@@ -37,6 +37,14 @@ transposed, sliced, expanded, requiring grad, a view of one that does, made unde
 shared with torch (`torch.from_numpy`) and results come back as NumPy only for NumPy input; tensors
 stay on their device. Nothing the user passes is written but y, out= and the Caches f writes, and no
 result requires grad.
+
+Modules, one job each (the names every engine uses, docs/add-a-backend.md), each importing only the ones
+before it, none importing torch at module level: `_modes` (grad and inference mode, the forward-AD
+level and `forward_ad_lock`, warning filters), `_inputs` (what users pass in, the guard around every
+kernel), `_ops` (`TorchOps`), `_trace` (f on a recorded leaf, on dual tensors, or as a pure function),
+`_batching` (a batch of products as a loop or through vmap), `_linearize`, `_second_order` (the four
+compositions as `SecondOrderPlan`s), `_taylor`, `_sparsity_rules` and `_sparsity` (the ATen graph
+interpreted on index sets), `_boundary` (torch outside `DifferentiateWith`).
 """
 
 from __future__ import annotations
