@@ -16,9 +16,8 @@ class ArrayAPIOps(StandardNamespaceOps):
     standard's functions of its namespace `xp`, on the device of the array a result is made like."""
 
     def __init__(self, xp: Any, array_type: type) -> None:
-        super().__init__(xp)
+        super().__init__(xp, (array_type,))
         self._concatenate = xp.concat  # the standard's name, whatever else the namespace has
-        self.array_types = (array_type,)
         self.name = getattr(xp, "__name__", "array API")
         try:
             a = xp.zeros(1)

@@ -32,9 +32,10 @@ class NamespaceOps(ArrayOps):
     array([1., 0., 0.])
     """
 
-    def __init__(self, xp: Any) -> None:
+    def __init__(self, xp: Any, array_types: tuple[type, ...] = ()) -> None:
         #: the array namespace every method computes with
         self.xp = xp
+        self.array_types = array_types
         # NumPy's name where the library has it (autograd differentiates `concatenate` only), else the
         # standard's
         self._concatenate = getattr(xp, "concatenate", None) or xp.concat

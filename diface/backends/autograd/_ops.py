@@ -25,8 +25,7 @@ class ArrayBoxOps(NamespaceOps, NumpyOps):
         import autograd.numpy as anp
         from autograd.numpy.numpy_boxes import ArrayBox
 
-        super().__init__(anp)
-        self.array_types = (ArrayBox,)
+        super().__init__(anp, (ArrayBox,))
 
     def to_numpy(self, a: Any) -> np.ndarray:
         return np.asarray(AG.getval(a))

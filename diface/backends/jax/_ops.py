@@ -31,10 +31,8 @@ class JaxOps(StandardNamespaceOps):
         import jax
         import jax.numpy as jnp
 
-        super().__init__(jnp)
+        super().__init__(jnp, (jax.Array,))
         self.jax = jax
-        self.jnp = jnp
-        self.array_types = (jax.Array,)
         self._default_device = jax.devices()[0]
 
     def device_like(self, like: Any) -> Any:
@@ -48,8 +46,8 @@ class JaxOps(StandardNamespaceOps):
         self.check_precision(a.dtype)
         device = device_of(like)
         if device is None or device == self._default_device:
-            return self.jnp.asarray(a)  # several times faster than naming the device
-        return self.jnp.asarray(a, device=device)
+            return self.xp.asarray(a)  # several times faster than naming the device
+        return self.xp.asarray(a, device=device)
 
     def check_precision(self, dtype: Any) -> None:
         """Raise `NotSupportedError` if JAX would store `dtype` with less precision (64-bit mode off)."""
@@ -64,7 +62,7 @@ class JaxOps(StandardNamespaceOps):
 
     # construction ----------------------------------------------------------------------------
     def copy(self, a: Any) -> Any:
-        return self.jnp.array(a, copy=True)
+        return self.xp.array(a, copy=True)
 
     # shape -----------------------------------------------------------------------------------
     def index_array(self, a: np.ndarray, like: Any = None) -> Any:
@@ -82,13 +80,13 @@ class JaxOps(StandardNamespaceOps):
         from jax.experimental import sparse
 
         host = np.stack([pattern.rows, pattern.cols], axis=1).astype(np.int32)
-        indices = self.jnp.asarray(host, device=device) if device is not None else self.jnp.asarray(host)
-        empty = self.jnp.zeros(pattern.nnz)
+        indices = self.xp.asarray(host, device=device) if device is not None else self.xp.asarray(host)
+        empty = self.xp.zeros(pattern.nnz)
         example = sparse.BCOO((empty, indices), shape=pattern.shape, indices_sorted=True, unique_indices=True)
         return self.jax.tree_util.tree_structure(example), indices
 
     def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
-        rows = self.jnp.eye(hi - lo, n, lo, dtype=dtype, device=device_of(like))
+        rows = self.xp.eye(hi - lo, n, lo, dtype=dtype, device=device_of(like))
         return rows.reshape((hi - lo, *shape))
 
     # arithmetic ------------------------------------------------------------------------------
@@ -96,7 +94,7 @@ class JaxOps(StandardNamespaceOps):
         return self.jax.lax.complex(v[..., 0], v[..., 1])
 
     def real_dtype(self, dtype: Any) -> Any:
-        return self.jnp.finfo(dtype).dtype
+        return self.xp.finfo(dtype).dtype
 
     def block_until_ready(self, a: Any) -> None:
         self.jax.block_until_ready(a)
@@ -121,9 +119,9 @@ class JaxOps(StandardNamespaceOps):
         if not (a.flags.writeable and a.flags.aligned and a.flags.c_contiguous):
             a = np.array(a, order="C")
         try:
-            return self.jnp.from_dlpack(a)
+            return self.xp.from_dlpack(a)
         except (TypeError, RuntimeError, BufferError, ValueError):
-            return self.jnp.asarray(a)
+            return self.xp.asarray(a)
 
     def compile(self, fn: Callable) -> Callable:
         return self.jax.jit(fn)
@@ -143,7 +141,7 @@ class JaxOps(StandardNamespaceOps):
         return self.jax.scipy.linalg.lu_solve(factors, b, trans=1 if transpose else 0)
 
     def lu_diagonal(self, factors: Any) -> np.ndarray:
-        return np.asarray(self.jnp.diagonal(factors[0]))
+        return np.asarray(self.xp.diagonal(factors[0]))
 
     def is_sparse(self, a: Any) -> bool:
         return hasattr(a, "todense") and not isinstance(a, self.jax.Array)  # a BCOO
@@ -154,20 +152,20 @@ class JaxOps(StandardNamespaceOps):
     def sparse_pairs_to_complex(self, a: Any) -> Any:
         from jax.experimental import sparse
 
-        jnp = self.jnp
+        jnp = self.xp
         rows = a.indices[:, 0]
         data = jnp.where(rows % 2 == 1, 1j, 1.0).astype(self.complex_dtype(a.data.dtype)) * a.data
         indices = a.indices.at[:, 0].set(rows // 2)
         return sparse.BCOO((data, indices), shape=(a.shape[0] // 2, a.shape[1])).sum_duplicates()
 
     def norm(self, a: Any) -> float:
-        return float(self.jnp.linalg.norm(a))
+        return float(self.xp.linalg.norm(a))
 
     def gmres(self, matvec: Any, b: Any, x0: Any, rtol: float, restart: int, cycles: int, parts: Any = None) -> Any:
         """`jax.scipy.sparse.linalg.gmres` (`maxiter` there counts restarts), compiled once per product
         function and settings where `parts` gives the products as `fn(*args, v)`: `fn` is static, `args`
         are traced (without them, the solver's loops are traced again at every call, about a second)."""
-        x0 = self.jnp.zeros_like(b) if x0 is None else x0
+        x0 = self.xp.zeros_like(b) if x0 is None else x0
         if parts is None:
             from jax.scipy.sparse.linalg import gmres
 
@@ -191,13 +189,13 @@ class JaxOps(StandardNamespaceOps):
 
     # dtypes ----------------------------------------------------------------------------------
     def astype(self, a: Any, dtype: Any) -> Any:
-        return self.jnp.asarray(a).astype(dtype)
+        return self.xp.asarray(a).astype(dtype)
 
     def is_floating(self, dtype: Any) -> bool:
-        return bool(self.jnp.issubdtype(dtype, self.jnp.floating))
+        return bool(self.xp.issubdtype(dtype, self.xp.floating))
 
     def is_complex(self, dtype: Any) -> bool:
-        return bool(self.jnp.issubdtype(dtype, self.jnp.complexfloating))
+        return bool(self.xp.issubdtype(dtype, self.xp.complexfloating))
 
 
 register_array_ops("jax", JaxOps)

@@ -68,13 +68,11 @@ class MlxOps(NamespaceOps):
     def __init__(self) -> None:
         import mlx.core as mx
 
-        super().__init__(mx)
-        self.mx = mx
-        self.array_types = (mx.array,)
+        super().__init__(mx, (mx.array,))
 
     # conversions -----------------------------------------------------------------------------
     def asarray(self, a: Any, like: Any = None) -> Any:
-        mx = self.mx
+        mx = self.xp
         if isinstance(a, mx.array):
             return a
         a = np.asarray(a)
@@ -91,28 +89,28 @@ class MlxOps(NamespaceOps):
 
     # construction ----------------------------------------------------------------------------
     def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any:
-        return self.mx.zeros(shape, dtype=mx_dtype(dtype))
+        return self.xp.zeros(shape, dtype=mx_dtype(dtype))
 
     def eye(self, n: int, dtype: Any, like: Any = None) -> Any:
-        return self.mx.eye(n, dtype=mx_dtype(dtype))
+        return self.xp.eye(n, dtype=mx_dtype(dtype))
 
     def copy(self, a: Any) -> Any:
-        return self.mx.array(a)
+        return self.xp.array(a)
 
     def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
-        return self.mx.eye(hi - lo, n, lo, dtype=mx_dtype(dtype)).reshape((hi - lo, *shape))
+        return self.xp.eye(hi - lo, n, lo, dtype=mx_dtype(dtype)).reshape((hi - lo, *shape))
 
     # dtypes and evaluation -------------------------------------------------------------------
     def real_dtype(self, dtype: Any) -> Any:
-        return self.mx.float32 if mx_dtype(dtype) == self.mx.complex64 else mx_dtype(dtype)
+        return self.xp.float32 if mx_dtype(dtype) == self.xp.complex64 else mx_dtype(dtype)
 
     def block_until_ready(self, a: Any) -> None:
         with MLX_LOCK:
-            self.mx.eval([v for v in (a if isinstance(a, tuple) else (a,)) if v is not None])
+            self.xp.eval([v for v in (a if isinstance(a, tuple) else (a,)) if v is not None])
 
     def norm(self, a: Any) -> float:
         with MLX_LOCK:
-            return float(np.sqrt(self.to_numpy(self.mx.sum(a * a))))
+            return float(np.sqrt(self.to_numpy(self.xp.sum(a * a))))
 
     def to_host(self, a: Any, what: str = "x") -> np.ndarray:
         return self.to_numpy(a)
@@ -129,13 +127,13 @@ class MlxOps(NamespaceOps):
         return NUMPY.sparse_matrix(pattern, self.to_numpy(data))
 
     def is_sparse(self, a: Any) -> bool:
-        return hasattr(a, "tocsr") and not isinstance(a, self.mx.array)
+        return hasattr(a, "tocsr") and not isinstance(a, self.xp.array)
 
     def sparse_to_dense(self, a: Any) -> Any:
         return self.asarray(a.toarray())
 
     def index_array(self, a: np.ndarray, like: Any = None) -> Any:
-        return self.mx.array(np.asarray(a, dtype=np.int32))
+        return self.xp.array(np.asarray(a, dtype=np.int32))
 
     def lu_factor(self, a: Any) -> Any:
         return NUMPY.lu_factor(self.to_numpy(a))
@@ -158,7 +156,7 @@ class MlxOps(NamespaceOps):
 
     # dtypes ----------------------------------------------------------------------------------
     def astype(self, a: Any, dtype: Any) -> Any:
-        if not isinstance(a, self.mx.array):
+        if not isinstance(a, self.xp.array):
             return self.asarray(np.asarray(a, dtype=np_dtype(dtype)))
         return a.astype(mx_dtype(dtype))
 

@@ -26,21 +26,19 @@ class SymbolicOps(NamespaceOps):
     def __init__(self) -> None:
         import pytensor.tensor as pt
 
-        super().__init__(pt)
-        self.pt = pt
-        self.array_types = (pt.TensorVariable,)
+        super().__init__(pt, (pt.TensorVariable,))
 
     def asarray(self, a: Any, like: Any = None) -> Any:
-        return self.pt.as_tensor_variable(a)
+        return self.xp.as_tensor_variable(a)
 
     def to_numpy(self, a: Any) -> np.ndarray:
         raise NotSupportedError("AutoPyTensor: a symbolic tensor has no value until its graph is compiled")
 
     def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any:
-        return self.pt.zeros(shape, dtype=np.dtype(dtype).name)
+        return self.xp.zeros(shape, dtype=np.dtype(dtype).name)
 
     def eye(self, n: int, dtype: Any, like: Any = None) -> Any:
-        return self.pt.eye(n, dtype=np.dtype(dtype).name)
+        return self.xp.eye(n, dtype=np.dtype(dtype).name)
 
     def copy(self, a: Any) -> Any:
         return a
@@ -50,7 +48,7 @@ class SymbolicOps(NamespaceOps):
         return [a[int(lo) : int(hi)] for lo, hi in itertools.pairwise(offsets)]
 
     def from_pairs(self, v: Any) -> Any:
-        return self.pt.complex(v[..., 0], v[..., 1])
+        return self.xp.complex(v[..., 0], v[..., 1])
 
     def astype(self, a: Any, dtype: Any) -> Any:
         return a.astype(np.dtype(dtype).name)
@@ -62,7 +60,7 @@ class SymbolicOps(NamespaceOps):
         return np.dtype(str(dtype)).kind == "c"
 
     def vdot(self, a: Any, b: Any) -> Any:
-        return self.pt.sum(self.pt.conj(a) * b)
+        return self.xp.sum(self.xp.conj(a) * b)
 
     def is_floating(self, dtype: Any) -> bool:
         return np.dtype(str(dtype)).kind == "f"
