@@ -19,6 +19,16 @@ X64_HINT = (
 )
 
 
+def device_of(like: Any) -> Any:
+    """The single device a concrete JAX array lives on, else None (tracers, NumPy, multi-device)."""
+    device = getattr(like, "device", None) if like is not None else None
+    if device is None:
+        return None
+    import jax
+
+    return device if isinstance(device, jax.Device) else None
+
+
 class JaxOps(StandardNamespaceOps):
     """JAX arrays (and tracers): immutable, on the device of the array they are made like; the
     computations are `jax.numpy`'s (`StandardNamespaceOps`), the rest is JAX's own."""
@@ -35,8 +45,7 @@ class JaxOps(StandardNamespaceOps):
         self.jax = jax
         self._default_device = jax.devices()[0]
 
-    def device_like(self, like: Any) -> Any:
-        return device_of(like)
+    device_like = staticmethod(device_of)  # the array's one device, else None (tracers, several devices)
 
     # conversions -----------------------------------------------------------------------------
     def asarray(self, a: Any, like: Any = None) -> Any:
@@ -211,13 +220,3 @@ def _compiled_gmres(restart: int, cycles: int) -> Any:
         return gmres(operator, b, x0=x0, tol=tol, atol=0.0, restart=restart, maxiter=cycles)[0]
 
     return jax.jit(solve)
-
-
-def device_of(like: Any) -> Any:
-    """The single device a concrete JAX array lives on, else None (tracers, NumPy, multi-device)."""
-    device = getattr(like, "device", None) if like is not None else None
-    if device is None:
-        return None
-    import jax
-
-    return device if isinstance(device, jax.Device) else None
