@@ -2,7 +2,7 @@
 
 autograd records a function anew at every call: it runs the Python code with its arrays wrapped in
 boxes, each primitive call adding a node. This backend drives autograd's tracer with node types of its
-own (`diface/backends/autograd/`) and gives the core a linearization per call (`prepare_linearize`): a
+own (`_internals`) and gives the core a linearization per call (`prepare_linearize`): a
 `Tape` (one trace, then the backward pass for every cotangent of a batch) or a `Recording` (one trace,
 then a whole batch of tangents pushed through the JVP rules together). Jacobians, gradients,
 derivatives, pushforwards, pullbacks and the same-point preparations are the core's derivations on it;

@@ -2,7 +2,7 @@
 
 - reverse (`GraphLinearization`): one forward pass on a fresh leaf (`x.detach().requires_grad_()`) with
   the graph recorded; each pullback is a backward pass through it (`torch.autograd.grad`, the graph
-  retained for the next), a batch one vmapped backward pass where that pays (`batching`). Torch runs
+  retained for the next), a batch one vmapped backward pass where that pays (`_batching`). Torch runs
   backward passes of several threads through one retained graph side by side (its engine locks each
   node's state), so threads share a linearization.
 - forward (`DualLinearization`): torch has no forward pass to keep for forward mode, so each pushforward

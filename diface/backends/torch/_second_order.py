@@ -41,7 +41,7 @@ __all__ = ["PLANS", "FastestSecondDerivative", "TorchPlan", "plan_for"]
 
 
 def plan_for(outer: Any, inner: Any, problem: Problem) -> SecondOrderPlan:
-    """The plan of `outer` over `inner` (two `AutoTorch`s, on the problem as `inputs.fitted` left it),
+    """The plan of `outer` over `inner` (two `AutoTorch`s, on the problem as `_inputs.fitted` left it),
     their modes resolved where "auto": reverse over reverse, the fastest Hessian-vector products and
     Hessians measured (see docs/backends/torch.md); for the second derivative of a scalar input with an
     array output, reverse over reverse or forward over reverse, timed (`FastestSecondDerivative`)."""
@@ -57,7 +57,7 @@ def plan_for(outer: Any, inner: Any, problem: Problem) -> SecondOrderPlan:
 
 class TorchPlan(SecondOrderPlan):
     """What the compositions share: the user's function wrapped, how batches of products run, and the
-    kernels `guarded` (made on the problem as `inputs.fitted` left it)."""
+    kernels `guarded` (made on the problem as `_inputs.fitted` left it)."""
 
     def __init__(self, problem: Problem, inner: Any) -> None:
         super().__init__(problem)
