@@ -196,9 +196,7 @@ class AutoMLX(Backend):
         return make_kernel(problem, program, extra, self.compile)
 
 
-register_engine(
-    AutoMLX, name="mlx", namespace="diface.backends.mlx._namespace", direct="diface.backends.mlx._direct:direct"
-)
+register_engine(AutoMLX, name="mlx", namespace="diface.backends.mlx.numpy", direct="diface.backends.mlx._direct:direct")
 
 
 def _boundary() -> Any:

@@ -23,7 +23,7 @@ a bounded cache, thread-safe calls), `_trace` (f traced into a graph on symbolic
 (complex intermediates as real pairs), `_eager` (f on NumPy arrays), `_ops` (`SymbolicOps`, for the core's
 code inside a trace), `_kernels` (one compiled function per operator), `_second_order`, `_taylor`,
 `_sparsity` (f's graph on index sets), `_boundary` (PyTensor outside `DifferentiateWith`), `_namespace`
-(`pytensor.tensor` plus the NumPy names it lacks; also `diface.backends.pytensor.xp`), `_direct`
+(`pytensor.tensor` plus the NumPy names it lacks; `diface.backends.pytensor.xp` its public name), `_direct`
 (PyTensor's own fastest calls, for `python -m diface bench`).
 """
 
@@ -184,7 +184,7 @@ def _like(tangents: tuple, default: Any) -> Any:
 register_engine(
     AutoPyTensor,
     name="pytensor",
-    namespace="diface.backends.pytensor._namespace",
+    namespace="diface.backends.pytensor.xp",
     direct="diface.backends.pytensor._direct:direct",
 )
 
