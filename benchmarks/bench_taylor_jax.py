@@ -33,7 +33,7 @@ from jax.experimental import jet
 
 import diface as di
 from diface._tour import format_table
-from diface.backends._jax._taylor import swept_laplacian
+from diface.backends.jax._taylor import swept_laplacian
 from diface.testing._timing import interleaved
 
 jax.config.update("jax_enable_x64", True)

@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's diface, not an installed one
 import diface as di
 from diface._table import format_table
-from diface.backends._torch import taylor as torch_taylor
+from diface.backends.torch import _taylor as torch_taylor
 from diface.testing._timing import interleaved
 
 torch.set_num_threads(1)

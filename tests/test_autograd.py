@@ -632,7 +632,7 @@ def test_partials_from_vjp_rules_are_for_real_values_only():
 
 
 def test_large_batches_are_pushed_in_chunks(monkeypatch):
-    from diface.backends._autograd import _forward
+    from diface.backends.autograd import _forward
 
     monkeypatch.setattr(_forward, "BATCH_ELEMENTS", 40)  # 4 tangents of 10 elements per push
     fn = lambda x: anp.sin(x) * anp.sum(x**2)

@@ -18,7 +18,7 @@ import autograd
 import autograd.numpy as anp
 
 import diface as di
-from diface.backends._autograd import _plans
+from diface.backends.autograd import _second_order
 
 A = di.AutoAutograd
 SO = di.SecondOrder
@@ -113,7 +113,7 @@ def rosenbrock(x):
 @pytest.mark.parametrize("pick", [0, 1], ids=["forward over reverse", "reverse over reverse"])
 @pytest.mark.parametrize("count", [1, 3])
 def test_hvp_either_composition(monkeypatch, pick, count):
-    monkeypatch.setattr(_plans, "_faster", lambda problem, tangents, *kernels: kernels[pick])
+    monkeypatch.setattr(_second_order, "_faster", lambda problem, tangents, *kernels: kernels[pick])
     x = np.linspace(-1.2, 1.1, 7)
     rng = np.random.default_rng(count)
     tangents = tuple(rng.standard_normal(7) for _ in range(count))

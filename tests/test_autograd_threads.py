@@ -3,7 +3,7 @@ thread, for every operator in both modes and every same-engine SecondOrder compo
 
 autograd numbers its traces with one process-wide counter; a trace nested in one thread could get a
 level at or below its outer trace's while another thread's trace ended, and f's values were then
-differentiated with respect to the wrong trace (see `TRACING` in diface/backends/_autograd/_lock.py). Functions
+differentiated with respect to the wrong trace (see `TRACING` in diface/backends/autograd/_lock.py). Functions
 that call autograd themselves, with boxes of two traces meeting in one primitive, showed it: wrong
 results and errors from most calls. The fallback switches of a kernel (missing JVP rules) are shared
 state too, set by whichever thread meets the missing rule first."""

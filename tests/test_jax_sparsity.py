@@ -12,7 +12,7 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 jax.config.update("jax_enable_x64", True)
 
-from diface.backends._jax._sparsity import jaxpr_sparsity  # noqa: E402
+from diface.backends.jax._sparsity import jaxpr_sparsity  # noqa: E402
 
 A = np.diag(np.ones(5)) + np.diag(np.ones(4), 1)
 

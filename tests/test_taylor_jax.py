@@ -14,7 +14,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import diface as di  # noqa: E402
-from diface.backends._jax._taylor import jet_covers  # noqa: E402
+from diface.backends.jax._taylor import jet_covers  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 

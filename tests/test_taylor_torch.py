@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")
 mp = pytest.importorskip("mpmath")
 
 from diface._derive.taylor import derive_taylor  # noqa: E402
-from diface.backends._torch import batching  # noqa: E402
-from diface.backends._torch import taylor as torch_taylor  # noqa: E402
+from diface.backends.torch import _batching as batching  # noqa: E402
+from diface.backends.torch import _taylor as torch_taylor  # noqa: E402
 
 AUTO = di.AutoTorch()
 F64 = torch.float64

@@ -20,7 +20,7 @@ from diface.testing._check import SECOND_ORDER, check_operator, tolerances
 torch = pytest.importorskip("torch")
 
 import diface._derive._sweep as sweep  # noqa: E402  (after the skip: they are only useful with torch)
-from diface.backends._torch import batching  # noqa: E402
+from diface.backends.torch import _batching as batching  # noqa: E402
 
 AUTO, REVERSE, FORWARD = di.AutoTorch(), di.AutoTorch("reverse"), di.AutoTorch("forward")
 FD = di.AutoFiniteDiff()

@@ -18,8 +18,8 @@ torch = pytest.importorskip("torch")
 from torch_programs import check_program, random_program  # noqa: E402
 
 import diface as di  # noqa: E402
-from diface.backends._torch import batching  # noqa: E402
-from diface.backends._torch import linearize as torch_linearize  # noqa: E402
+from diface.backends.torch import _batching as batching  # noqa: E402
+from diface.backends.torch import _linearize as torch_linearize  # noqa: E402
 
 PROGRAMS = 60
 D = torch.float64

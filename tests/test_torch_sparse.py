@@ -10,7 +10,7 @@ import diface as di
 
 torch = pytest.importorskip("torch")
 
-from diface.backends._torch.sparsity import graph_sparsity  # noqa: E402
+from diface.backends.torch._sparsity import graph_sparsity  # noqa: E402
 
 A = torch.eye(5, dtype=torch.float64) + torch.diag(torch.ones(4, dtype=torch.float64), 1)
 F = torch.nn.functional

@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 import torch.autograd.forward_ad as fwad  # noqa: E402
 
 import diface.backends.torch as torch_backend  # noqa: E402
-from diface.backends._torch import batching  # noqa: E402
+from diface.backends.torch import _batching as batching  # noqa: E402
 
 REVERSE, FORWARD = di.AutoTorch("reverse"), di.AutoTorch("forward")
 FOR, ROF, ROR, FOF = (

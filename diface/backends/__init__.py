@@ -1,4 +1,5 @@
-"""Backends, one module each. Importing this package imports no framework."""
+"""Backends, one package each (`diface/backends/<name>/`, shaped alike: docs/add-a-backend.md; the tape's is
+`tape.py` with `_tape/`). Importing this package imports no framework."""
 
 from .autograd import AutoAutograd
 from .finitediff import AutoFiniteDiff

@@ -11,6 +11,12 @@ of them), and `SecondOrder` of two `AutoMLX` nests their modes as given.
 With `compile=True` a preparation compiles each operator (and its full variant) with `mx.compile` and
 traces it there, so a prepared call is one compiled call; results are evaluated (`mx.eval`) before they
 are returned. MLX is not thread-safe: every MLX computation diface runs holds one lock (see `_lock`).
+
+Modules, one job each (the names every engine uses, docs/add-a-backend.md): `_lock` (where and how every
+MLX computation runs), `_ops` (`MlxOps`), `_namespace` (`mlx.core` plus what MLX lacks; also
+`diface.backends.mlx.numpy`), `_transforms` (`mx.jvp`/`mx.vjp`, batched by `mx.vmap`), `_kernels` (one
+`mx.compile`d program per variant), `_second_order`, `_taylor`, `_boundary` (MLX outside
+`DifferentiateWith`), `_direct` (MLX's own fastest calls, for `python -m diface bench`).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from ..._engines import register_engine
 from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
-from ._compile import forward_or_reverse, make_kernel
+from ._kernels import forward_or_reverse, make_kernel
 from ._lock import MLX_LOCK, on_mlx_thread
 from ._ops import MlxOps, mx_dtype
 from ._transforms import Basis, bind, pull, push, sweep
@@ -180,7 +186,7 @@ class AutoMLX(Backend):
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
         if not isinstance(inner, AutoMLX):
             return None  # another engine inside: the core composes the two
-        from ._nest import MlxNest
+        from ._second_order import MlxNest
 
         with MLX_LOCK:
             return MlxNest(self, inner, problem)

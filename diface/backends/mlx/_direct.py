@@ -46,7 +46,7 @@ def direct(operator: str, f: Callable, x: np.ndarray, v: np.ndarray, numpy_in: b
     `diface.testing._references.direct_call`)."""
     import mlx.core as mx
 
-    from . import numpy as xp
+    from . import _namespace as xp
 
     dtype = getattr(mx, np.dtype(x.dtype).name)
     g = lambda x: f(xp, x)

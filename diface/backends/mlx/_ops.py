@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._arrays import NUMPY, ArrayOps, register_array_ops
+from ..._arrays import NUMPY, NamespaceOps, register_array_ops
 from ..._errors import ArgumentError, NotSupportedError
 from ._lock import MLX_LOCK
 
@@ -55,8 +55,12 @@ def check_float64(dtype: Any) -> None:
         )
 
 
-class MlxOps(ArrayOps):
-    """MLX arrays: immutable to diface, lazy (evaluated before they reach NumPy)."""
+class MlxOps(NamespaceOps):
+    """MLX arrays: immutable to diface, lazy (evaluated before they reach NumPy); the computations are
+    `mlx.core`'s (`NamespaceOps`), construction names MLX's dtypes. Complex numbers from pairs are the
+    default `v[..., 0] + 1j * v[..., 1]`: complex64 whatever v's precision (MLX has no complex128), as MLX
+    promotes `1j * x` itself; AutoMLX refuses complex inputs and outputs (`check_complex`) after the call
+    path's first look at f."""
 
     name = "mlx"
     mutable = False
@@ -64,12 +68,11 @@ class MlxOps(ArrayOps):
     def __init__(self) -> None:
         import mlx.core as mx
 
-        self.mx = mx
-        self.array_types = (mx.array,)
+        super().__init__(mx, (mx.array,))
 
     # conversions -----------------------------------------------------------------------------
     def asarray(self, a: Any, like: Any = None) -> Any:
-        mx = self.mx
+        mx = self.xp
         if isinstance(a, mx.array):
             return a
         a = np.asarray(a)
@@ -86,67 +89,28 @@ class MlxOps(ArrayOps):
 
     # construction ----------------------------------------------------------------------------
     def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any:
-        return self.mx.zeros(shape, dtype=mx_dtype(dtype))
+        return self.xp.zeros(shape, dtype=mx_dtype(dtype))
 
     def eye(self, n: int, dtype: Any, like: Any = None) -> Any:
-        return self.mx.eye(n, dtype=mx_dtype(dtype))
+        return self.xp.eye(n, dtype=mx_dtype(dtype))
 
     def copy(self, a: Any) -> Any:
-        return self.mx.array(a)
+        return self.xp.array(a)
 
     def basis_rows(self, n: int, lo: int, hi: int, dtype: Any, like: Any, shape: tuple) -> Any:
-        return self.mx.eye(hi - lo, n, lo, dtype=mx_dtype(dtype)).reshape((hi - lo, *shape))
+        return self.xp.eye(hi - lo, n, lo, dtype=mx_dtype(dtype)).reshape((hi - lo, *shape))
 
-    # shape -----------------------------------------------------------------------------------
-    def reshape(self, a: Any, shape: tuple) -> Any:
-        return self.mx.reshape(a, shape)
-
-    def stack(self, arrays: list, axis: int = 0) -> Any:
-        return self.mx.stack(arrays, axis=axis)
-
-    def concat(self, arrays: list) -> Any:
-        return self.mx.concatenate(arrays)
-
-    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
-        return self.mx.moveaxis(a, source, destination)
-
-    # arithmetic ------------------------------------------------------------------------------
-    def matmul(self, a: Any, b: Any) -> Any:
-        return self.mx.matmul(a, b)
-
-    def vdot(self, a: Any, b: Any) -> Any:
-        return self.mx.sum(a * b)
-
-    def abs(self, a: Any) -> Any:
-        return self.mx.abs(a)
-
-    def max(self, a: Any) -> Any:
-        return self.mx.max(a)
-
-    def maximum(self, a: Any, b: Any) -> Any:
-        return self.mx.maximum(a, b)
-
-    def imag(self, a: Any) -> Any:
-        return self.mx.imag(a)
-
-    def real(self, a: Any) -> Any:
-        return self.mx.real(a)
-
-    def from_pairs(self, v: Any) -> Any:
-        # complex64 whatever v's precision (MLX has no complex128), as MLX promotes 1j * x itself; AutoMLX
-        # refuses complex inputs and outputs (`check_complex`) after the call path's first look at f
-        return v[..., 0] + 1j * v[..., 1]
-
+    # dtypes and evaluation -------------------------------------------------------------------
     def real_dtype(self, dtype: Any) -> Any:
-        return self.mx.float32 if mx_dtype(dtype) == self.mx.complex64 else mx_dtype(dtype)
+        return self.xp.float32 if mx_dtype(dtype) == self.xp.complex64 else mx_dtype(dtype)
 
     def block_until_ready(self, a: Any) -> None:
         with MLX_LOCK:
-            self.mx.eval([v for v in (a if isinstance(a, tuple) else (a,)) if v is not None])
+            self.xp.eval([v for v in (a if isinstance(a, tuple) else (a,)) if v is not None])
 
     def norm(self, a: Any) -> float:
         with MLX_LOCK:
-            return float(np.sqrt(self.to_numpy(self.mx.sum(a * a))))
+            return float(np.sqrt(self.to_numpy(self.xp.sum(a * a))))
 
     def to_host(self, a: Any, what: str = "x") -> np.ndarray:
         return self.to_numpy(a)
@@ -163,13 +127,13 @@ class MlxOps(ArrayOps):
         return NUMPY.sparse_matrix(pattern, self.to_numpy(data))
 
     def is_sparse(self, a: Any) -> bool:
-        return hasattr(a, "tocsr") and not isinstance(a, self.mx.array)
+        return hasattr(a, "tocsr") and not isinstance(a, self.xp.array)
 
     def sparse_to_dense(self, a: Any) -> Any:
         return self.asarray(a.toarray())
 
     def index_array(self, a: np.ndarray, like: Any = None) -> Any:
-        return self.mx.array(np.asarray(a, dtype=np.int32))
+        return self.xp.array(np.asarray(a, dtype=np.int32))
 
     def lu_factor(self, a: Any) -> Any:
         return NUMPY.lu_factor(self.to_numpy(a))
@@ -192,7 +156,7 @@ class MlxOps(ArrayOps):
 
     # dtypes ----------------------------------------------------------------------------------
     def astype(self, a: Any, dtype: Any) -> Any:
-        if not isinstance(a, self.mx.array):
+        if not isinstance(a, self.xp.array):
             return self.asarray(np.asarray(a, dtype=np_dtype(dtype)))
         return a.astype(mx_dtype(dtype))
 

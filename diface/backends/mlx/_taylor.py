@@ -19,7 +19,7 @@ from typing import Any
 
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
-from ._compile import make_kernel
+from ._kernels import make_kernel
 from ._lock import MLX_LOCK
 from ._ops import mx_dtype
 from ._transforms import Basis, _map, bind

@@ -17,6 +17,14 @@ more than calling (see `_compile`): compiled functions are cached per (f, operat
 graph's structure, compiled with PyTensor's default mode (C code). A compiled
 function holds its own storage, so calls on one preparation are serialized by a lock (threads get
 right results, one at a time). In-place functions are refused: symbolic tensors cannot be written to.
+
+Modules, one job each (the names every engine uses, docs/add-a-backend.md): `_compile` (the compile mode,
+a bounded cache, thread-safe calls), `_trace` (f traced into a graph on symbolic inputs), `_realify`
+(complex intermediates as real pairs), `_eager` (f on NumPy arrays), `_ops` (`SymbolicOps`, for the core's
+code inside a trace), `_kernels` (one compiled function per operator), `_second_order`, `_taylor`,
+`_sparsity` (f's graph on index sets), `_boundary` (PyTensor outside `DifferentiateWith`), `_namespace`
+(`pytensor.tensor` plus the NumPy names it lacks; `diface.backends.pytensor.xp` its public name), `_direct`
+(PyTensor's own fastest calls, for `python -m diface bench`).
 """
 
 from __future__ import annotations
@@ -36,7 +44,6 @@ from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel
 from ..._problem import Problem, size_of
 from ._eager import Eager
-from ._graph import Trace
 from ._kernels import (
     graph_kernel,
     jacobian_graph,
@@ -44,6 +51,7 @@ from ._kernels import (
     pullback_graph,
     pushforward_graph,
 )
+from ._trace import Trace
 
 __all__ = ["AutoPyTensor"]
 
@@ -158,7 +166,7 @@ class AutoPyTensor(Backend):
 
     # -- second order --------------------------------------------------------------------------
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
-        from ._nest import PyTensorNest
+        from ._second_order import PyTensorNest
 
         if not isinstance(inner, AutoPyTensor):
             raise NotSupportedError(

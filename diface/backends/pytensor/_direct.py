@@ -18,7 +18,7 @@ def direct(operator: str, f: Callable, x: np.ndarray, v: np.ndarray, numpy_in: b
     import pytensor.tensor as pt
     from pytensor.gradient import Lop, grad, jacobian
 
-    from . import xp
+    from . import _namespace as xp
 
     xs = pt.tensor("x", dtype=x.dtype.name, shape=x.shape)
     y = f(xp, xs)

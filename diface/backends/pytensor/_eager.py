@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._compile import compile_cached
-from ._graph import call_symbolic, is_symbolic, split_contexts, symbolic_contexts
+from ._trace import call_symbolic, is_symbolic, split_contexts, symbolic_contexts
 
 __all__ = ["Eager"]
 

@@ -1,6 +1,6 @@
 """AutoPyTensor's kernels: each operator one compiled `pytensor.function` of (x, context arrays[, tangents]).
 
-A kernel traces f once (`_graph.trace`), builds the operator's graph on the trace (`pytensor.grad`,
+A kernel traces f once (`_trace.trace`), builds the operator's graph on the trace (`pytensor.grad`,
 `Lop`, `Rop`, batched over a stack of tangents with `vectorize_graph`: PyTensor's vmap), and compiles a
 plain program (the result alone) and a full one (value, lower-order result, result), through the cache
 of `_compile`. Context values that are not arrays are part of the key: a call with another such value
@@ -19,7 +19,7 @@ from ..._errors import NotSupportedError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem
 from ._compile import Program, compile_cached
-from ._graph import Trace, split_contexts, symbolic_like, trace
+from ._trace import Trace, split_contexts, symbolic_like, trace
 
 __all__ = ["Build", "graph_kernel", "problem_trace", "unwrapped"]
 
@@ -223,7 +223,7 @@ class _Lazy:
 
 
 def _leaves(key: Any) -> list:
-    """The leaf keys of a context key (see `_graph.split_contexts`)."""
+    """The leaf keys of a context key (see `_trace.split_contexts`)."""
     out: list = []
 
     def walk(k: Any) -> None:

@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from ..._arrays import ArrayOps
+from ..._arrays import NamespaceOps
 from ..._errors import NotSupportedError
 
 
-class SymbolicOps(ArrayOps):
-    """Array operations on symbolic tensors, by `pytensor.tensor`."""
+class SymbolicOps(NamespaceOps):
+    """Array operations on symbolic tensors: the computations are `pytensor.tensor`'s (`NamespaceOps`);
+    dtypes are NumPy's, by name."""
 
     name = "pytensor"
     mutable = False
@@ -25,57 +26,29 @@ class SymbolicOps(ArrayOps):
     def __init__(self) -> None:
         import pytensor.tensor as pt
 
-        self.pt = pt
-        self.array_types = (pt.TensorVariable,)
+        super().__init__(pt, (pt.TensorVariable,))
 
     def asarray(self, a: Any, like: Any = None) -> Any:
-        return self.pt.as_tensor_variable(a)
+        return self.xp.as_tensor_variable(a)
 
     def to_numpy(self, a: Any) -> np.ndarray:
         raise NotSupportedError("AutoPyTensor: a symbolic tensor has no value until its graph is compiled")
 
     def zeros(self, shape: tuple, dtype: Any, like: Any = None) -> Any:
-        return self.pt.zeros(shape, dtype=np.dtype(dtype).name)
+        return self.xp.zeros(shape, dtype=np.dtype(dtype).name)
 
     def eye(self, n: int, dtype: Any, like: Any = None) -> Any:
-        return self.pt.eye(n, dtype=np.dtype(dtype).name)
+        return self.xp.eye(n, dtype=np.dtype(dtype).name)
 
     def copy(self, a: Any) -> Any:
         return a
-
-    def reshape(self, a: Any, shape: tuple) -> Any:
-        return self.pt.reshape(a, shape)
-
-    def stack(self, arrays: list, axis: int = 0) -> Any:
-        return self.pt.stack(arrays, axis=axis)
-
-    def concat(self, arrays: list) -> Any:
-        return self.pt.concatenate(arrays)
 
     def split(self, a: Any, sizes: tuple) -> list:
         offsets = np.cumsum((0, *sizes))
         return [a[int(lo) : int(hi)] for lo, hi in itertools.pairwise(offsets)]
 
-    def moveaxis(self, a: Any, source: int, destination: int) -> Any:
-        return self.pt.moveaxis(a, source, destination)
-
-    def max(self, a: Any) -> Any:
-        return self.pt.max(a)
-
-    def maximum(self, a: Any, b: Any) -> Any:
-        return self.pt.maximum(a, b)
-
-    def real(self, a: Any) -> Any:
-        return self.pt.real(a)
-
-    def imag(self, a: Any) -> Any:
-        return self.pt.imag(a)
-
-    def to_pairs(self, z: Any) -> Any:
-        return self.pt.stack([self.pt.real(z), self.pt.imag(z)], axis=-1)
-
     def from_pairs(self, v: Any) -> Any:
-        return self.pt.complex(v[..., 0], v[..., 1])
+        return self.xp.complex(v[..., 0], v[..., 1])
 
     def astype(self, a: Any, dtype: Any) -> Any:
         return a.astype(np.dtype(dtype).name)
@@ -87,7 +60,7 @@ class SymbolicOps(ArrayOps):
         return np.dtype(str(dtype)).kind == "c"
 
     def vdot(self, a: Any, b: Any) -> Any:
-        return self.pt.sum(self.pt.conj(a) * b)
+        return self.xp.sum(self.xp.conj(a) * b)
 
     def is_floating(self, dtype: Any) -> bool:
         return np.dtype(str(dtype)).kind == "f"

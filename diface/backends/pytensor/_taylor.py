@@ -17,8 +17,8 @@ import numpy as np
 
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
-from ._graph import Trace, symbolic_like
 from ._kernels import graph_kernel
+from ._trace import Trace, symbolic_like
 
 __all__ = ["laplacian_kernel", "series_graph", "taylor_kernel"]
 

@@ -1,6 +1,13 @@
 """`AutoTensorFlow`: TensorFlow's `GradientTape` and `ForwardAccumulator`, traced with `tf.function`.
 
 See the class docstring. Importing this package imports no TensorFlow: it is imported on first use.
+
+Modules, one job each (the names every engine uses, docs/add-a-backend.md): `_env` (TensorFlow imported
+quietly, once), `_ops` (`TensorFlowOps`), `_namespace` (`tensorflow.experimental.numpy` plus `fft`),
+`_transforms` (`ForwardAccumulator` and `GradientTape`, batched), `_kernels` (one `tf.function` per
+operator and variant, traced at preparation), `_second_order`, `_taylor`, `_sparsity` (the traced graph
+on index sets), `_boundary` (TensorFlow outside `DifferentiateWith`), `_direct` (TensorFlow's own fastest
+calls, for `python -m diface bench`).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from ..._errors import ArgumentError
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
 from . import _ops  # noqa: F401 - registers TensorFlowOps (instantiated only once tensorflow is imported)
-from ._compile import make_kernel
+from ._kernels import make_kernel
 from ._transforms import bind, pull, push, sweep
 
 __all__ = ["AutoTensorFlow"]
@@ -110,7 +117,7 @@ class AutoTensorFlow(Backend):
 
     def second_order_backends(self) -> tuple[Backend, Backend]:
         # outside "auto": forward over reverse for Hessian-vector products, the tape's jacobian of the gradient
-        # for Hessians (see `diface.backends.tensorflow._nest`)
+        # for Hessians (see `diface.backends.tensorflow._second_order`)
         return dataclasses.replace(self, mode="auto"), dataclasses.replace(self, mode="reverse")
 
     # -- first order ---------------------------------------------------------------------------
@@ -193,7 +200,7 @@ class AutoTensorFlow(Backend):
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
         if not isinstance(inner, AutoTensorFlow):
             return None  # another engine inside: the core composes the two
-        from ._nest import TensorFlowNest
+        from ._second_order import TensorFlowNest
 
         return TensorFlowNest(self, inner, problem)
 

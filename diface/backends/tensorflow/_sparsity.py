@@ -23,8 +23,8 @@ import numpy as np
 
 from ..._errors import NotSupportedError
 from ..._sparsity import Deps, Nonlinearity
-from ._compile import is_traced, spec_of
 from ._env import tf
+from ._kernels import is_traced, spec_of
 
 __all__ = ["graph_sparsity"]
 

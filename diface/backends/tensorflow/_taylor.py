@@ -22,8 +22,8 @@ from typing import Any
 
 from ..._kernel import Kernel, Result
 from ..._problem import Problem, size_of
-from ._compile import make_kernel
 from ._env import tf
+from ._kernels import make_kernel
 from ._transforms import LOOP_UP_TO, _zero, basis, bind
 
 __all__ = ["laplacian_kernel", "series", "taylor_kernel"]
