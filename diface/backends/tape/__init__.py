@@ -22,6 +22,7 @@ not load the tape), checked by tests/test_tape_layers.py.
 2. `prims/`, the primitives, each with its rules where it is defined (`prim.Prim`: JVP, VJP, Taylor,
    sparsity): `elementwise` (ufuncs, where, clip) with `partials` (the ufuncs' partial derivatives),
    `series` (the recurrences of Taylor arithmetic the ufuncs' Taylor rules are written with),
+   `patterns` (the sparsity rules many primitives share),
    `special` (the scipy.special ufuncs') and `special_params` (their parameter derivatives without a
    closed form: primitives of their own), `structure` (shapes, indexing, assignment), `reduce`, `scan`
    (cumprod), `contract` (matmul, einsum), `convolve`, `linalg` (inv, solve, det), `banded`
@@ -55,9 +56,8 @@ not load the tape), checked by tests/test_tape_layers.py.
    jacobian), `linearize` (linearizations: one forward replay, then batched sweeps), `second_order`
    (the derivative map recorded as a tape and linearized), `sparse` (compressed Jacobians in one
    replay), `boundary` (AutoTape as the outer engine of `DifferentiateWith`); `analysis/`: `taylor`
-   (Taylor mode and the exact Laplacian), `sparsity` (global sparsity on index sets, with
-   `sparsity_spectral`), `inverse` (inverse accumulation, with `inverse_plan`, `inverse_sites`,
-   `inverse_steps`).
+   (Taylor mode and the exact Laplacian), `sparsity` (global sparsity on index sets), `inverse`
+   (inverse accumulation, with `inverse_plan`, `inverse_sites`, `inverse_steps`).
 """
 
 from __future__ import annotations

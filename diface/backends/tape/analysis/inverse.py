@@ -16,7 +16,7 @@ whose inverses [[A⁻¹, -A⁻¹B], [0, I]] have the same sparsity. Hence
   R̄ ← R̄ - Bᵀ N̄.
 
 How the tape is cut into steps (lumps), which slots each overwrites, and how A is applied
-(diagonal, permutation, or dense up to `MAX_DENSE` = 2048 elements) is `_inverse_plan`. B is never
+(diagonal, permutation, or dense up to `MAX_DENSE` = 2048 elements) is `analysis.inverse_plan`. B is never
 formed: B dR is the JVP of the lump's nodes from dR alone (D carrying no tangent), Bᵀ N̄ their VJP
 onto R, both through the primitives' own rules on the replayed values, batched along a leading axis.
 A diagonal A is the JVP of the (elementwise) main nodes of a ones seed, which for a diagonal map is
@@ -25,10 +25,10 @@ negligible against the largest (relative 10·k·eps) raises `SingularError` nami
 step; so does a structurally singular program (a width below n, or a new value that does not depend
 on what it overwrites), at preparation.
 
-Preparation records f, plans once, and compiles the forward replay per thread (`_replay.Replays`); a
+Preparation records f, plans once, and compiles the forward replay per thread (`recording.replay.Replays`); a
 call replays f into the thread's buffers, and the linearization it returns computes the per-step
 factors of A on first use (the diagonals by compiled steps checked in one pass, dense blocks by basis
-JVPs and LU), then runs the sweep compiled for the batch size (`_inverse_steps`: fixed buffers of the
+JVPs and LU), then runs the sweep compiled for the batch size (`analysis.inverse_steps`: fixed buffers of the
 thread's replay, one NumPy call per step; a batch of one runs the unbatched sweep). Not covered: traced inputs
 (second order through an inverse), and lumps larger than `MAX_DENSE` without structure (no plan:
 the core falls back to dense or Krylov solves).

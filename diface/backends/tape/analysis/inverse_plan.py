@@ -1,4 +1,4 @@
-"""Inverse accumulation, the plan: a tape cut into steps of constant width (see `_inverse`).
+"""Inverse accumulation, the plan: a tape cut into steps of constant width (see `analysis.inverse`).
 
 The tape is in SSA form, so "which slot a step overwrites" is not written anywhere: it is read off
 the liveness of the active values. Walking the active nodes in order (`Tape.forward_nodes`), a value

@@ -1,4 +1,4 @@
-"""Inverse accumulation, the messages: the user's line of a tape node (`_inverse`), found by recording
+"""Inverse accumulation, the messages: the user's line of a tape node (`analysis.inverse`), found by recording
 f once more with a tape that notes where each node was made (only on the way to a `SingularError`)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Inverse accumulation, the compiled sweeps (see `_inverse`): each sweep is a list of zero-argument
-steps over buffers allocated once, like the tape's own prepared sweeps (`_compile`, `_tangent`).
+"""Inverse accumulation, the compiled sweeps (see `analysis.inverse`): each sweep is a list of zero-argument
+steps over buffers allocated once, like the tape's own prepared sweeps (`sweeps.compile`, `sweeps.tangent`).
 
 For one thread's replay and one plan, `Factors` computes the diagonal of every "diag" lump's A (the JVP
 of its main nodes of a ones seed, which for a diagonal map is its diagonal) into one buffer, checked

@@ -21,17 +21,19 @@ value (order 0) is the replay's, without a batch axis.
   product of two first coefficients is summed over the directions, so that the same recurrences give
   s₂ = f'(u) s₂(u) + f''(u)/2 Σᵢ (u₁ᵢ)² (normalized).
 
-A recording holding an operation without a rule here (`prod`, `det`, decompositions, special
-functions, complex values, ...) has no plan (`Plan.ok` False): `AutoTape` then uses the core's
-derivation for the problem (nested pushforwards). Calls with traced arrays (AutoTape differentiating
-what AutoTape computes) go to that derivation too.
+Each primitive says which of these it is, next to its JVP and VJP rules (`Prim.taylor`,
+`Prim.taylor_step`, `Prim.taylor_cross`; the ufuncs' in `prims.partials`, their series rules written
+with `prims.series`): this module holds the propagation (the plan, the coefficient layout, the products
+of `Algebra`, the kernels and the fallback). A recording holding an operation without a rule (`prod`,
+`det`, decompositions, special functions, complex values, ...) has no plan (`Plan.ok` False):
+`AutoTape` then uses the core's derivation for the problem (nested pushforwards). Calls with traced
+arrays (AutoTape differentiating what AutoTape computes) go to that derivation too.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-import string
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,15 +44,9 @@ import numpy as np
 from ...._kernel import Kernel, Result
 from ...._problem import Problem, size_of
 from ..data.graph import Tape
-from ..numpy.reductions import STD_ROOT
-from ..prims.banded import BANDED_SOLVE
-from ..prims.contract import EINSUM, MATMUL
-from ..prims.convolve import CONVOLVE, convolve_full
-from ..prims.elementwise import CLIP, UFUNC_PRIMS, WHERE, Ufunc, has_nan, quiet, strong_multiply
-from ..prims.linalg import INV, SOLVE
-from ..prims.prim import SUM_TO, expand_to, shape_of
-from ..prims.reduce import AMAX, AMIN, CUMSUM, SUM
-from ..prims.structure import ASTYPE, BROADCAST_TO, CONCATENATE, GETITEM, INDEX_ADD, RESHAPE, SETITEM, TRANSPOSE
+from ..prims.contract import MATMUL
+from ..prims.elementwise import Ufunc, has_nan, quiet, strong_multiply
+from ..prims.series import NoSeries, add
 from ..recording.record import Recording, record, recording_for, take_recording
 from ..recording.replay import Replay, Replays, at_recorded_point, fresh, holds
 
@@ -58,10 +54,6 @@ __all__ = ["Algebra", "Layout", "NoSeries", "Plan", "TapeLaplacian", "TapeTaylor
 
 #: coefficient rows times the largest slot a collapsed pass holds at once (the basis is chunked beyond)
 CHUNK_BUDGET = 2**22
-
-
-class NoSeries(Exception):
-    """A rule has no series at these values: the call takes the core's derivation instead."""
 
 
 # -- coefficient layout and products -------------------------------------------------------------------------
@@ -122,414 +114,14 @@ def _pair_sum(a: Any, b: Any, strong: bool = False) -> Any:
     return np.sum(a * b, axis=0, keepdims=True)
 
 
-def _add(terms: Any) -> Any:
-    """The sum of the terms that are not None (None if all are)."""
-    r = None
-    for t in terms:
-        if t is None:
-            continue
-        r = t if r is None else r + t
-    return r
-
-
-# -- series arithmetic: lists [value, c₁, ..., c_K] of normalized coefficients (None: zero) -----------------
-def _product(alg: Algebra, a: list, b: list, order: int) -> list:
-    """The Cauchy product, to `order`."""
-    out = [a[0] * b[0]]
-    for k in range(1, order + 1):
-        out.append(_add(alg.mul(i, a[i], k - i, b[k - i]) for i in range(k + 1)))
-    return out
-
-
-def _shifted(a: list, c: float) -> list:
-    return [a[0] + c, *a[1:]]
-
-
-def _negated(a: list) -> list:
-    return [-a[0], *(None if t is None else -t for t in a[1:])]
-
-
-def _quotient(alg: Algebra, a: list, b: list, y0: Any, order: int) -> list:
-    """a / b: yₖ = (aₖ - Σ_{j=1..k} bⱼ yₖ₋ⱼ) / b₀."""
-    y = [y0]
-    for k in range(1, order + 1):
-        s = _add(alg.mul(j, b[j], k - j, y[k - j]) for j in range(1, k + 1))
-        top = a[k] if s is None else (-s if a[k] is None else a[k] - s)
-        y.append(alg.over(top, b[0]))
-    return y
-
-
-def _exp(alg: Algebra, u: list, y0: Any, order: int) -> list:
-    """exp: yₖ = (1/k) Σ_{j=1..k} j uⱼ yₖ₋ⱼ."""
-    y = [y0]
-    for k in range(1, order + 1):
-        terms = (alg.times(float(j), alg.mul(j, u[j], k - j, y[k - j])) for j in range(1, k + 1))
-        y.append(alg.times(1.0 / k, _add(terms)))
-    return y
-
-
-def _log(alg: Algebra, u: list, y0: Any, order: int) -> list:
-    """log: yₖ = (uₖ - (1/k) Σ_{j=1..k-1} j yⱼ uₖ₋ⱼ) / u₀."""
-    y = [y0]
-    for k in range(1, order + 1):
-        s = _add(alg.times(j / k, alg.mul(j, y[j], k - j, u[k - j])) for j in range(1, k))
-        top = u[k] if s is None else (-s if u[k] is None else u[k] - s)
-        y.append(alg.over(top, u[0]))
-    return y
-
-
-def _sqrt(alg: Algebra, u: list, y0: Any, order: int) -> list:
-    """sqrt: yₖ = (uₖ - Σ_{j=1..k-1} yⱼ yₖ₋ⱼ) / (2 y₀)."""
-    y = [y0]
-    twice = 2 * y0
-    for k in range(1, order + 1):
-        s = _add(alg.mul(j, y[j], k - j, y[k - j]) for j in range(1, k))
-        top = u[k] if s is None else (-s if u[k] is None else u[k] - s)
-        y.append(alg.over(top, twice))
-    return y
-
-
-def _power(alg: Algebra, u: list, p: Any, y0: Any, order: int) -> list:
-    """u ** p for a constant p: repeated products for a whole p (exact where u₀ = 0), else
-    yₖ = (1/(k u₀)) Σ_{j=1..k} (p j - (k - j)) uⱼ yₖ₋ⱼ."""
-    if np.ndim(p) == 0 and not isinstance(p, (int, float)):
-        p = float(p)  # a NumPy number, or a 0-d array
-    if isinstance(p, (int, float)) and float(p).is_integer() and abs(p) <= 64:
-        n = int(abs(p))
-        result: list = [1.0] + [None] * order
-        base = u
-        while n:
-            if n & 1:
-                result = _product(alg, result, base, order)
-            n >>= 1
-            if n:
-                base = _product(alg, base, base, order)
-        if p < 0:
-            result = _quotient(alg, [1.0] + [None] * order, result, y0, order)
-        result[0] = y0
-        return result
-    if np.any(np.equal(u[0], 0)):
-        return _binomial_power(alg, u, p, y0, order)
-    y = [y0]
-    for k in range(1, order + 1):
-        terms = (alg.times(p * j - (k - j), alg.mul(j, u[j], k - j, y[k - j])) for j in range(1, k + 1))
-        y.append(alg.over(_add(terms), k * u[0]))
-    return y
-
-
-def _binomial_power(alg: Algebra, u: list, p: Any, y0: Any, order: int) -> list:
-    """u ** p where some u₀ is 0 (the recurrence divides by u₀): Σₘ C(p, m) u₀^(p-m) δᵐ with δ = u - u₀,
-    a term whose binomial coefficient is 0 (a whole p < m) left out, so that 0^2.5 has derivatives 0, 0,
-    then inf, as the power rule's."""
-    delta = [0.0, *u[1:]]
-    power = delta
-    y: list = [y0] + [None] * order
-    binomial: Any = 1.0
-    for m in range(1, order + 1):
-        binomial = binomial * (p - (m - 1)) / m
-        with np.errstate(divide="ignore", invalid="ignore"):
-            factor = np.where(np.equal(binomial, 0), 0.0, binomial * np.power(u[0], np.subtract(p, m)))
-        for k in range(m, order + 1):
-            y[k] = _add((y[k], alg.times(factor, power[k])))
-        if m < order:
-            power = _product(alg, power, delta, order)
-    return y
-
-
-def _sin_cos(alg: Algebra, u: list, s0: Any, c0: Any, order: int, sign: float) -> tuple[list, list]:
-    """(sin, cos) (sign -1) or (sinh, cosh) (sign 1): sₖ = (1/k) Σ j uⱼ cₖ₋ⱼ, cₖ = ±(1/k) Σ j uⱼ sₖ₋ⱼ."""
-    s, c = [s0], [c0]
-    for k in range(1, order + 1):
-        s.append(_add(alg.times(j / k, alg.mul(j, u[j], k - j, c[k - j])) for j in range(1, k + 1)))
-        c.append(_add(alg.times(sign * j / k, alg.mul(j, u[j], k - j, s[k - j])) for j in range(1, k + 1)))
-    return s, c
-
-
-def _integral(alg: Algebra, u: list, g: list, y0: Any, order: int) -> list:
-    """y with y' = g u': yₖ = (1/k) Σ_{j=1..k} j uⱼ gₖ₋ⱼ (g to order - 1)."""
-    y = [y0]
-    for k in range(1, order + 1):
-        y.append(_add(alg.times(j / k, alg.mul(j, u[j], k - j, g[k - j])) for j in range(1, k + 1)))
-    return y
-
-
-def _tan_like(alg: Algebra, u: list, y0: Any, order: int, sign: float) -> list:
-    """tan (sign 1) or tanh (sign -1): y' = (1 ± y²) u', g built alongside y."""
-    y = [y0]
-    g = [1.0 + sign * y0 * y0]
-    for k in range(1, order + 1):
-        y.append(_add(alg.times(j / k, alg.mul(j, u[j], k - j, g[k - j])) for j in range(1, k + 1)))
-        if k < order:
-            g.append(alg.times(sign, _add(alg.mul(i, y[i], k - i, y[k - i]) for i in range(k + 1))))
-    return y
-
-
-def _inverse_trig(name: str) -> Callable:
-    """arctan, arcsin, ...: y' = g(u) u' with g's series from u's."""
-
-    def rule(alg: Algebra, u: list, y0: Any, order: int) -> list:
-        m = order - 1
-        sq = _product(alg, u, u, m)
-        if name == "arctan":
-            q = _shifted(sq, 1.0)
-            g = _quotient(alg, [1.0] + [None] * m, q, 1.0 / q[0], m)
-        elif name == "arctanh":
-            q = _shifted(_negated(sq), 1.0)
-            g = _quotient(alg, [1.0] + [None] * m, q, 1.0 / q[0], m)
-        else:
-            q = {
-                "arcsin": _shifted(_negated(sq), 1.0),
-                "arccos": _shifted(_negated(sq), 1.0),
-                "arcsinh": _shifted(sq, 1.0),
-                "arccosh": _shifted(sq, -1.0),
-            }[name]
-            g = _power(alg, q, -0.5, q[0] ** -0.5, m)
-            if name == "arccos":
-                g = _negated(g)
-        return _integral(alg, u, g, y0, order)
-
-    return rule
-
-
-def _unary(fn: Callable) -> Callable:
-    """A rule of one input from a series function fn(alg, u, y0, order)."""
-
-    def rule(alg: Algebra, us: list, y0: Any, order: int) -> list:
-        return fn(alg, us[0], y0, order)
-
-    return rule
-
-
-def _r_sin(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return _sin_cos(alg, us[0], y0, np.cos(us[0][0]), order, -1.0)[0]
-
-
-def _r_cos(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return _sin_cos(alg, us[0], np.sin(us[0][0]), y0, order, -1.0)[1]
-
-
-def _r_sinh(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return _sin_cos(alg, us[0], y0, np.cosh(us[0][0]), order, 1.0)[0]
-
-
-def _r_cosh(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return _sin_cos(alg, us[0], np.sinh(us[0][0]), y0, order, 1.0)[1]
-
-
-def _r_exp2(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    ln2 = math.log(2.0)
-    return _exp(alg, [us[0][0], *(alg.times(ln2, t) for t in us[0][1:])], y0, order)
-
-
-def _r_expm1(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return [y0, *_exp(alg, us[0], y0 + 1.0, order)[1:]]
-
-
-def _log_base(base: float) -> Callable:
-    def rule(alg: Algebra, us: list, y0: Any, order: int) -> list:
-        y = _log(alg, us[0], y0, order)
-        return [y0, *(alg.times(1.0 / math.log(base), t) for t in y[1:])]
-
-    return rule
-
-
-def _r_log1p(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return _log(alg, _shifted(us[0], 1.0), y0, order)
-
-
-def _r_square(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return [y0, *_product(alg, us[0], us[0], order)[1:]]
-
-
-def _r_multiply(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return [y0, *_product(alg, us[0], us[1], order)[1:]]
-
-
-def _r_divide(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return _quotient(alg, us[0], us[1], y0, order)
-
-
-def _r_reciprocal(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return _quotient(alg, [1.0] + [None] * order, us[0], y0, order)
-
-
-def _r_cbrt(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    return _power(alg, us[0], 1.0 / 3.0, y0, order)
-
-
-def _r_std_root(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    """np.std's square root: sqrt's series where the variance is positive, zero where it is 0 (its
-    derivative there is taken as 0, see `_np_reductions._d_std_root`)."""
-    positive = np.greater(y0, 0.0)
-    y = _sqrt(alg, us[0], np.where(positive, y0, 1.0), order)
-    return [y0, *(None if t is None else np.where(positive, t, 0.0) for t in y[1:])]
-
-
-def _r_hypot(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    a, c = us
-    q = _product(alg, a, a, order)
-    q = [p_ if r_ is None else r_ if p_ is None else p_ + r_ for p_, r_ in zip(q, _product(alg, c, c, order))]
-    return _sqrt(alg, q, y0, order)
-
-
-def _r_arctan2(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    """arctan2(a, c): y' = (c a' - a c') / (a² + c²), the two factors' series from the inputs'."""
-    a, c = us
-    m = order - 1
-    q = [
-        p_ if r_ is None else r_ if p_ is None else p_ + r_
-        for p_, r_ in zip(_product(alg, a, a, m), _product(alg, c, c, m))
-    ]
-    ga = _quotient(alg, c[: m + 1], q, c[0] / q[0], m)
-    gc = _negated(_quotient(alg, a[: m + 1], q, a[0] / q[0], m))
-    ya = _integral(alg, a, ga, y0, order)
-    yc = _integral(alg, c, gc, y0, order)
-    return [y0, *(_add((p_, r_)) for p_, r_ in zip(ya[1:], yc[1:]))]
-
-
-def _logaddexp(scale: float) -> Callable:
-    """logaddexp (scale 1) and logaddexp2 (scale ln 2): m + log(exp(a - m) + exp(b - m)) with m the
-    larger value (a constant, so each exp is at most 1)."""
-
-    def rule(alg: Algebra, us: list, y0: Any, order: int) -> list:
-        a, b = ([u[0] * scale, *(alg.times(scale, t) for t in u[1:])] for u in us)
-        m = np.maximum(a[0], b[0])
-        ea = _exp(alg, [a[0] - m, *a[1:]], np.exp(a[0] - m), order)
-        eb = _exp(alg, [b[0] - m, *b[1:]], np.exp(b[0] - m), order)
-        total = [ea[0] + eb[0], *(_add((p_, r_)) for p_, r_ in zip(ea[1:], eb[1:]))]
-        y = _log(alg, total, None, order)
-        return [y0, *(alg.times(1.0 / scale, t) for t in y[1:])]
-
-    return rule
-
-
-def _r_power(alg: Algebra, us: list, y0: Any, order: int) -> list:
-    a, p = us
-    if all(t is None for t in p[1:]):  # a constant exponent
-        return _power(alg, a, p[0], y0, order)
-    if np.any(np.equal(a[0], 0)):  # exp(p log a) has no series there (the power rule takes log 0 as 0)
-        raise NoSeries("a power with a traced exponent at a zero base")
-    log_a = _log(alg, a, np.log(a[0]), order)  # a^p = exp(p log a)
-    return _exp(alg, _product(alg, p, log_a, order), y0, order)
-
-
-#: the elementwise functions with a series rule: rule(alg, input series, y₀, order) -> series
-SERIES: dict[np.ufunc, Callable] = {
-    np.exp: _unary(_exp),
-    np.exp2: _r_exp2,
-    np.expm1: _r_expm1,
-    np.log: _unary(_log),
-    np.log2: _log_base(2.0),
-    np.log10: _log_base(10.0),
-    np.log1p: _r_log1p,
-    np.sqrt: _unary(_sqrt),
-    np.cbrt: _r_cbrt,
-    np.square: _r_square,
-    np.reciprocal: _r_reciprocal,
-    np.multiply: _r_multiply,
-    np.divide: _r_divide,
-    np.power: _r_power,
-    np.float_power: _r_power,
-    np.sin: _r_sin,
-    np.cos: _r_cos,
-    np.sinh: _r_sinh,
-    np.cosh: _r_cosh,
-    np.tan: _unary(lambda alg, u, y0, order: _tan_like(alg, u, y0, order, 1.0)),
-    np.tanh: _unary(lambda alg, u, y0, order: _tan_like(alg, u, y0, order, -1.0)),
-    np.arctan: _unary(_inverse_trig("arctan")),
-    np.arctanh: _unary(_inverse_trig("arctanh")),
-    np.arcsin: _unary(_inverse_trig("arcsin")),
-    np.arccos: _unary(_inverse_trig("arccos")),
-    np.arcsinh: _unary(_inverse_trig("arcsinh")),
-    np.arccosh: _unary(_inverse_trig("arccosh")),
-    np.hypot: _r_hypot,
-    np.arctan2: _r_arctan2,
-    np.logaddexp: _logaddexp(1.0),
-    np.logaddexp2: _logaddexp(math.log(2.0)),
-}
-
-#: ufuncs whose JVP rule, taken at the values, gives every coefficient: linear, or linear on each piece
-#: (their partial derivatives are piecewise constant)
-LINEAR_UFUNCS = (
-    np.add, np.subtract, np.negative, np.positive, np.conjugate, np.absolute, np.fabs, np.maximum,
-    np.minimum, np.fmax, np.fmin, np.copysign, np.remainder, np.fmod, np.deg2rad, np.radians, np.rad2deg,
-    np.degrees, np.ldexp,
-)  # fmt: skip
-
-_SERIES_PRIMS = {id(UFUNC_PRIMS[u]): rule for u, rule in SERIES.items()} | {id(STD_ROOT): _r_std_root}
-_LINEAR_PRIMS = {id(UFUNC_PRIMS[u]) for u in LINEAR_UFUNCS} | {
-    id(p)
-    for p in (
-        RESHAPE, TRANSPOSE, BROADCAST_TO, ASTYPE, GETITEM, INDEX_ADD, SETITEM, CONCATENATE, SUM, CUMSUM, SUM_TO,
-        WHERE, CLIP, AMAX, AMIN,
-    )
-}  # fmt: skip
-#: linear in each operand: with one traced operand a linear step, with two the Cauchy cross terms too
-_BILINEAR = {id(UFUNC_PRIMS[np.multiply]), id(MATMUL), id(EINSUM), id(CONVOLVE)}
-#: elementwise rules that are linear in the numerator alone
-_DIVIDE = id(UFUNC_PRIMS[np.divide])
-
-
 # -- cross terms of bilinear operations on two batched operands -------------------------------------------------
 def _cross(prim: Any, ins: tuple, pair: tuple[int, int], a: Any, b: Any, params: dict, alg: Algebra) -> Any:
     """P(a, b) of the bilinear `prim` in the operands `pair` (the others at their values), both with a
-    leading batch axis; summed over it (one row) where `alg.collapsed`."""
-    collapsed = alg.collapsed
-    i, j = pair
-    if prim is EINSUM:
-        lhs, rhs = params["subscripts"].split("->")
-        terms = lhs.split(",")
-        z = next(ch for ch in string.ascii_letters if ch not in params["subscripts"])
-        subs = ",".join(z + s if k in pair else s for k, s in enumerate(terms)) + "->" + ("" if collapsed else z) + rhs
-        operands = [a if k == i else b if k == j else v for k, v in enumerate(ins)]
-        r = np.einsum(subs, *operands, optimize=params.get("optimize", False))
-        return r[None] if collapsed else r
-    if prim is MATMUL:
-        r = _batched_matmul(a, b, len(shape_of(ins[0])), len(shape_of(ins[1])))
-    elif prim is CONVOLVE:
-        r = np.stack([convolve_full(p, q) for p, q in zip(a, b)])
-    else:  # multiply: aligned to the output's dimensions
-        r = None
+    leading batch axis; summed over it (one row) where `alg.collapsed`: the primitive's own
+    (`Prim.taylor_cross`), else the elementwise product (multiply, aligned to the output's dimensions)."""
+    r = prim.taylor_cross(ins, pair, a, b, params, alg.collapsed)
     if r is None:
-        return _pair_sum(a, b, alg.strong) if collapsed else alg.times(a, b)
-    return np.sum(r, axis=0, keepdims=True) if collapsed else r
-
-
-def _matmul_linear(ins: tuple, ts: tuple) -> Any:
-    """matmul with one traced operand of 1 or 2 dimensions, its rows of coefficients as one matrix
-    product (None: other shapes, left to the JVP rule)."""
-    a, c = ins
-    na, nc = len(shape_of(a)), len(shape_of(c))
-    if na not in (1, 2) or nc not in (1, 2):
-        return None
-    if ts[0] is not None:
-        t = ts[0]
-        if na == 1:  # (R, n) @ c
-            return np.matmul(t, c)
-        r = np.matmul(t.reshape(-1, t.shape[-1]), c)  # (R m, n) @ c
-        return r.reshape(t.shape[:2] + r.shape[1:])
-    t = ts[1]
-    rows = t.shape[0]
-    if nc == 1:  # a @ t for each row t (R, n): t @ a^T
-        return np.matmul(t, a.T if na == 2 else a)
-    if na == 1:  # a (n,) @ t (R, n, p)
-        return np.matmul(a, t)
-    r = np.matmul(a, np.moveaxis(t, 0, 1).reshape(t.shape[1], -1))  # (m, n) @ (n, R p)
-    return np.moveaxis(r.reshape(r.shape[0], rows, t.shape[2]), 1, 0)
-
-
-def _batched_matmul(a: Any, b: Any, na: int, nb: int) -> Any:
-    """matmul of each batch row of a with the same row of b (NumPy's 1-D promotion)."""
-    n = a.shape[0]
-    pa = a.reshape(n, 1, *a.shape[1:]) if na == 1 else a
-    pb = b.reshape(*b.shape, 1) if nb == 1 else b
-    nd = max(pa.ndim, pb.ndim) - 1
-    pa, pb = expand_to(pa, (0,) * nd, 1), expand_to(pb, (0,) * nd, 1)
-    r = np.matmul(pa, pb)
-    if na == 1:
-        r = r[..., 0, :]
-    if nb == 1:
-        r = r[..., 0]
+        return _pair_sum(a, b, alg.strong) if alg.collapsed else alg.times(a, b)
     return r
 
 
@@ -537,7 +129,7 @@ def _batched_matmul(a: Any, b: Any, na: int, nb: int) -> Any:
 @dataclass(frozen=True)
 class _Step:
     node: Any
-    kind: str  # "linear", "bilinear", "series", "linalg"
+    kind: str  # "linear", "bilinear", "series", "own" (see `Prim.taylor_step`)
     rule: Any
     #: slots whose coefficients die at this step
     dead: tuple
@@ -603,27 +195,7 @@ class Plan:
 
 
 def _kind(prim: Any, traced: list, node: Any, slots: list) -> tuple[str, Any] | None:
-    key = id(prim)
-    if prim is INV or prim is SOLVE:  # one square matrix (and a vector or matrix right-hand side)
-        shapes = [slots[s].shape for s in node.inputs]
-        square = len(shapes[0]) == 2 and shapes[0][0] == shapes[0][1]
-        return ("linalg", None) if square and (prim is INV or len(shapes[1]) in (1, 2)) else None
-    if key in _LINEAR_PRIMS:
-        return "linear", None
-    if prim is BANDED_SOLVE and traced == [1]:  # a spline's system with constant breakpoints: linear
-        return "linear", None
-    if key == _DIVIDE and traced == [0]:
-        return "linear", None
-    if key in _BILINEAR:
-        if len(traced) <= 1:
-            return "linear", None
-        if len(traced) == 2:
-            return "bilinear", tuple(traced)
-        return None
-    rule = _SERIES_PRIMS.get(key)
-    if rule is not None:
-        return "series", rule
-    return None
+    return prim.taylor_step(traced, [slots[s].shape for s in node.inputs])
 
 
 def _aligned(t: Any, ndim: int) -> Any:
@@ -663,9 +235,9 @@ def _apply(step: _Step, vals: list, env: dict, layout: Layout, alg: Algebra, slo
         ts = tuple(None if t is None else _aligned(t, nd) for t in ts)
     if step.kind == "series":
         return _series(step.rule, ins, y, ts, layout, alg, full, out_slot.dtype, nd)
-    if step.kind == "linalg":
-        return _linalg(prim, ins, y, ts, layout, alg, full, out_slot.dtype)
-    r = _matmul_linear(ins, ts) if prim is MATMUL and step.kind == "linear" else None
+    if step.kind == "own":  # a rule over the coefficient arrays (inv, solve)
+        return step.rule(ins, y, ts, layout, alg, full, out_slot.dtype)
+    r = prim.taylor_linear(ins, ts) if step.kind == "linear" else None
     if r is None:
         if alg.strong and isinstance(prim, Ufunc):
             r = prim.jvp(ins, y, ts, 1, None, guard=True)
@@ -710,45 +282,6 @@ def _series(
     return out
 
 
-def _matrix_product(alg: Algebra, i: int, a: Any, j: int, b: Any) -> Any:
-    """a @ b for coefficients of orders i and j (order 0: no batch axis; two batched ones row by row,
-    summed over the rows in collapsed mode)."""
-    if a is None or b is None:
-        return None
-    r = np.matmul(a, b)
-    return np.sum(r, axis=0, keepdims=True) if alg.collapsed and i and j else r
-
-
-def _linalg(prim: Any, ins: tuple, y: Any, ts: tuple, layout: Layout, alg: Algebra, full: tuple, dtype: Any) -> Any:
-    """inv(A) and solve(A, C) for one square A: with A(t) X(t) = C(t) (C = I for inv),
-    Xₖ = A₀⁻¹ (Cₖ - Σ_{j=1..k} Aⱼ Xₖ₋ⱼ)."""
-    order, rows = layout.order, layout.rows
-    a0 = ins[0]
-    vector = prim is SOLVE and len(shape_of(ins[1])) == 1
-    ta = ts[0]
-    tc = ts[1] if prim is SOLVE else None
-    x0 = y[:, None] if vector else y
-    xs: list = [x0]
-    out = np.empty(full, dtype)
-    for k in range(1, order + 1):
-        rhs = None if tc is None else (tc[rows[k]][..., None] if vector else tc[rows[k]])
-        if ta is not None:
-            s = _add(_matrix_product(alg, j, ta[rows[j]], k - j, xs[k - j]) for j in range(1, k + 1))
-            rhs = -s if rhs is None else rhs - s
-        if rhs is None:
-            xk = None
-        elif prim is INV:
-            xk = np.matmul(y, rhs)
-        else:
-            xk = np.linalg.solve(a0, rhs)
-        xs.append(xk)
-        if xk is None:
-            out[rows[k]] = 0
-        else:
-            out[rows[k]] = xk[..., 0] if vector else xk
-    return out
-
-
 def _collapsed_unary(rule: Callable, us: list, i: int, y: Any, alg: Algebra) -> list:
     """The collapsed pass through a function of one traced input u: y₁ = f'(u) u₁ and
     y₂ = f'(u) s₂ + f''(u)/2 Σ u₁², f' and f''/2 being the rule's coefficients along a unit direction
@@ -759,7 +292,7 @@ def _collapsed_unary(rule: Callable, us: list, i: int, y: Any, alg: Algebra) -> 
     u1, u2 = us[i][1], us[i][2]
     y1 = alg.times(d[1], u1)
     squares = _pair_sum(u1, u1)
-    y2 = _add((alg.times(d[1], u2), alg.times(d[2], squares)))
+    y2 = add((alg.times(d[1], u2), alg.times(d[2], squares)))
     return [y, y1, y2]
 
 

@@ -1,6 +1,6 @@
 """Where NumPy's protocols on a traced array go: the handlers of ufuncs and NumPy functions, registered
-by the modules that define them (`_numpy`, imported before any recording), so that the traced array
-(`_tracer`) needs no import of them.
+by the modules that define them (`numpy.protocols`, imported before any recording), so that the traced array
+(`tracing.tracer`) needs no import of them.
 """
 
 from __future__ import annotations

@@ -42,13 +42,13 @@ def current_tape() -> Tape | None:
 
 
 class Traced:
-    """Base class of traced arrays (see `_tracer.TapeArray`): `_wrap(slot)` makes one holding `slot` of
+    """Base class of traced arrays (see `tracing.tracer.TapeArray`): `_wrap(slot)` makes one holding `slot` of
     the same tape."""
 
     __slots__ = ()
 
     if TYPE_CHECKING:
-        # what every traced array has (`_tracer.TapeArray` defines them), for the modules that see only
+        # what every traced array has (`tracing.tracer.TapeArray` defines them), for the modules that see only
         # `Traced`: the tape it records on, its current slot and value, and NumPy's array attributes
         _tape: Tape
 
@@ -135,7 +135,7 @@ class Tape:
         self.closed = False
         #: some node was recorded while a derivative rule ran on traced values (a second-order tape)
         self.rules = False
-        #: a sub-tape (`_callbacks`): the tape it reads values from (f's recording, or another sub-tape),
+        #: a sub-tape (`scipy.callbacks`): the tape it reads values from (f's recording, or another sub-tape),
         #: its depth below the outermost recording, and the values it read: (parent slot, own slot)
         self.parent: Tape | None = None
         self.depth = 0

@@ -1,9 +1,9 @@
 """The kernels AutoTape hands to diface's core: a recording made at preparation and replayed per call.
 
-A prepared kernel compiles its tape (`_compile`) once and replays it with planned buffers, one replay
-per thread (`_replay`). An unprepared one (the core's single-use preparations) differentiates the
+A prepared kernel compiles its tape (`sweeps.compile`) once and replays it with planned buffers, one replay
+per thread (`recording.replay`). An unprepared one (the core's single-use preparations) differentiates the
 values seen while recording, with no compilation. Called with traced arrays (AutoTape differentiating
-what AutoTape computes: second order), a kernel runs its tape on them (`_interpret`), which records its
+what AutoTape computes: second order), a kernel runs its tape on them (`sweeps.interpret`), which records its
 sweeps as nodes of the outer tape.
 """
 
@@ -31,7 +31,7 @@ class _Kernel:
     """Records `f` at preparation; each call replays (prepared), reuses the recorded values (unprepared,
     at the recorded point) or runs the tape on traced arrays.
 
-    Threads: see `_replay.Replays` (any number of threads may call one kernel at once). `replayed=False`
+    Threads: see `recording.replay.Replays` (any number of threads may call one kernel at once). `replayed=False`
     makes a kernel that only runs on traced arrays (the inner derivative of a second-order plan), which
     compiles nothing.
     """
@@ -212,7 +212,7 @@ class DerivativeKernel(_Kernel):
 class JacobianKernel(_Kernel):
     """The Jacobian by batched sweeps over the basis in `mode`: forward (columns) or reverse (rows), in
     chunks that stay within the Jacobian's size (at most `max_batch` vectors). Forward sweeps keep their
-    identity seeds (one compiled sweep per chunk, up to a size: `_seeds`), so that what derives linearly
+    identity seeds (one compiled sweep per chunk, up to a size: `sweeps.seeds`), so that what derives linearly
     from x is written at its nonzeros only. An empty x or y gives an empty (or zero) Jacobian."""
 
     compile_single_use = True

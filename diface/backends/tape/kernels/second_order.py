@@ -93,7 +93,7 @@ class TapeSecondOrder(SecondOrderPlan):
             hess = np.empty((n, n), dtype)
             for lo, hi in bounds:
                 k = hi - lo
-                if fixed:  # a sweep whose seed is the identity rows lo .. hi - 1 (see `_seeds`)
+                if fixed:  # a sweep whose seed is the identity rows lo .. hi - 1 (see `sweeps.seeds`)
                     sweep = lin.replay.sweep("forward", k, identity=lo)
                 else:
                     sweep = lin.replay.sweep("forward", k)

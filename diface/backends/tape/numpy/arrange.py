@@ -1,6 +1,6 @@
 """What the tape records for NumPy's rearrangements built from the shape primitives: rollaxis, rot90,
 vsplit/hsplit/dsplit, fft.fftshift/ifftshift, partition (a gather through argpartition), and r_/c_
-(NumPy's index tricks, which `_hooks` makes dispatch here)."""
+(NumPy's index tricks, which `numpy.hooks` makes dispatch here)."""
 
 from __future__ import annotations
 

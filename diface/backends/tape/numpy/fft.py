@@ -1,5 +1,5 @@
 """What NumPy's FFT functions record: fft, ifft, fft2, ifft2, fftn, ifftn, rfft, irfft (the
-transforms of `_fft`, after the pads and slices that NumPy's `n=` and `s=` make)."""
+transforms of `prims.fft`, after the pads and slices that NumPy's `n=` and `s=` make)."""
 
 from __future__ import annotations
 

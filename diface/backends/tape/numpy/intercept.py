@@ -9,7 +9,7 @@ number of their argument. So while AutoTape records f, each of them is a forward
 attribute of its module and wherever a module imported it by name (`from numpy import asarray, zeros`,
 `from math import exp`, found by scanning the modules imported so far, outside NumPy, SciPy, autograd
 and diface). A forwarder runs the original unless the calling thread is recording and the caller is the
-user's code (f, or a pure-Python library it calls; see `_sites.library_of`):
+user's code (f, or a pure-Python library it calls; see `data.sites.library_of`):
 
 - a conversion of a traced array, or of a list or tuple holding traced values, gives a traced array (the
   same array where NumPy would return its argument; a copy for `np.array`; a float `dtype=` a recorded
@@ -209,7 +209,7 @@ def _fold(ufunc: np.ufunc, values: Any, start: Any) -> Any:
 
 def _special_rule(name: str) -> Callable:
     def rule(a: Any) -> Any:
-        import scipy.special as special  # the tape's rules for scipy.special's ufuncs (`_special`)
+        import scipy.special as special  # the tape's rules for scipy.special's ufuncs (`prims.special`)
 
         return getattr(special, {"lgamma": "gammaln"}.get(name, name))(_scalar(a))
 

@@ -1,6 +1,6 @@
 """What the tape records for the NumPy functions whose results carry no derivative (argmax, argsort,
-count_nonzero, isclose, ...), and sort (a gather through argsort); nonzero is in `_np_shapes`, histogram,
-bincount, unique and digitize in `_np_counts`."""
+count_nonzero, isclose, ...), and sort (a gather through argsort); nonzero is in `numpy.shapes`, histogram,
+bincount, unique and digitize in `numpy.counts`."""
 
 from __future__ import annotations
 

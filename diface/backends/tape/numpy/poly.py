@@ -5,7 +5,7 @@ Chebyshev(c)(x), ...), with traced coefficients, points, or both.
 
 Each is NumPy's own algorithm with recorded operations: Horner's scheme or the Clenshaw recurrences,
 the same arithmetic in the same order (the same values to the bit). numpy.polynomial's functions are
-Python code that converts its inputs first (`np.array(c, ndmin=1)`, `np.asanyarray(x)`), so `_hooks`
+Python code that converts its inputs first (`np.array(c, ndmin=1)`, `np.asanyarray(x)`), so `numpy.hooks`
 makes `polyutils.as_series` (the classes' constructors), `polyutils.mapdomain` (their `__call__`),
 `polyutils._valnd` (the n-d forms) and the six evaluation functions dispatch here on traced arguments.
 

@@ -1,8 +1,8 @@
 """What the tape records for each NumPy ufunc and function called on a traced array: the targets of
 NumPy's `__array_ufunc__` and `__array_function__` protocols.
 
-Ufuncs map to their primitive (`_elementwise`); NumPy functions to the handlers registered in the
-`_np_*` modules, most of which map to one primitive or compose a few (mean = sum / n, stack =
+Ufuncs map to their primitive (`prims.elementwise`); NumPy functions to the handlers registered in the
+`numpy/` modules, most of which map to one primitive or compose a few (mean = sum / n, stack =
 expand_dims + concatenate, ...). Anything not listed raises `NotSupportedError` naming the function,
 never a silent wrong derivative.
 """

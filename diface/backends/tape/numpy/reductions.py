@@ -13,6 +13,7 @@ from ..prims.contract import MATMUL
 from ..prims.elementwise import WHERE, Ufunc
 from ..prims.prim import into, shape_of
 from ..prims.reduce import AMAX, AMIN, CUMSUM, PROD, SUM
+from ..prims.series import SeriesAlgebra, sqrt_series
 from ..tracing.tracer import operand
 from .common import (
     NO,
@@ -119,8 +120,16 @@ def _d_std_root(ins: tuple, y: Any, out: Any) -> Any:
     return into(out, WHERE(positive, np.divide(0.5, WHERE(positive, y, 1.0)), 0.0))
 
 
+def _taylor_std_root(alg: SeriesAlgebra, us: list, y0: Any, order: int) -> list:
+    """Taylor mode: sqrt's series where the variance is positive, zero where it is 0 (as its derivative,
+    `_d_std_root`)."""
+    positive = np.greater(y0, 0.0)
+    y = sqrt_series(alg, us[0], np.where(positive, y0, 1.0), order)
+    return [y0, *(None if t is None else np.where(positive, t, 0.0) for t in y[1:])]
+
+
 #: the square root that ends np.std: its derivative is 0 where the variance is 0
-STD_ROOT = Ufunc(np.sqrt, (_d_std_root,))
+STD_ROOT = Ufunc(np.sqrt, (_d_std_root,), taylor=_taylor_std_root)
 
 
 @implements(np.average)

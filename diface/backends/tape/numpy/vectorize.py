@@ -1,4 +1,4 @@
-"""np.vectorize on traced arguments (reached through `_hooks`: `vectorize.__call__` is Python code that
+"""np.vectorize on traced arguments (reached through `numpy.hooks`: `vectorize.__call__` is Python code that
 builds object arrays with frompyfunc, which would lose the derivative).
 
 The tape runs the Python function as NumPy does, element by element over the broadcast arguments, each

@@ -1,7 +1,7 @@
 """The banded linear solve: `BANDED_SOLVE(ab, c, lower=, upper=)` is
 `scipy.linalg.solve_banded((lower, upper), ab, c)`, the matrix A held in LAPACK's band storage
 (`ab[upper + i - j, j] = A[i, j]`, shape `(lower + upper + 1, n)`) and the right-hand side `c` of shape
-`(n, m)`. The splines of `_scipy_interpolate` solve their linear systems with it, in O(n) per solve
+`(n, m)`. The splines of `scipy.interpolate` solve their linear systems with it, in O(n) per solve
 where `np.linalg.solve` on the dense matrix would take O(n^3).
 
 With x = A⁻¹ c: dx = A⁻¹ (dc - dA x); the cotangent of c is A⁻ᵀ g (a banded solve with the transposed
@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from . import patterns
 from .prim import HOLOMORPHIC, Prim, into, shape_of
 
 __all__ = ["BANDED_SOLVE", "band_matvec", "band_transpose"]
@@ -69,6 +70,9 @@ class _BandedSolve(Prim):
 
     complex = HOLOMORPHIC
     name = "solve_banded"
+    #: linear in the right-hand side: a spline's system with constant breakpoints
+    taylor_linear_in = frozenset({1})
+    sparsity = staticmethod(patterns.per_matrix)
 
     def label(self) -> str:
         return "scipy.linalg.solve_banded"

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from . import patterns
 from .prim import OWN, PROMOTE, Prim, dtype_of, into
 
 __all__ = ["ABS", "ANGLE", "CONJ", "IMAG", "REAL", "complex_ufunc"]
@@ -33,6 +34,7 @@ class _Op(Prim):
 class _Conj(_Op):
     name = "conjugate"
     linear = True
+    sparsity = staticmethod(patterns.same)
     inplace = True
 
     def label(self) -> str:
@@ -54,6 +56,7 @@ class _Conj(_Op):
 class _Real(_Op):
     name = "real"
     linear = True
+    sparsity = staticmethod(patterns.same)
 
     def label(self) -> str:
         return "numpy.real"
@@ -74,6 +77,7 @@ class _Real(_Op):
 class _Imag(_Op):
     name = "imag"
     linear = True
+    sparsity = staticmethod(patterns.same)
 
     def label(self) -> str:
         return "numpy.imag"
@@ -101,6 +105,7 @@ class _Abs(_Op):
     """|z| of complex z (real z goes through the ufunc's own rule, sign(x))."""
 
     name = "absolute"
+    sparsity = staticmethod(patterns.nonlinear)
 
     def label(self) -> str:
         return "numpy.abs"
@@ -140,6 +145,7 @@ class _Angle(_Op):
     """arg z of complex z, in radians (deg=True scales the result outside)."""
 
     name = "angle"
+    sparsity = staticmethod(patterns.nonlinear)
 
     def label(self) -> str:
         return "numpy.angle"

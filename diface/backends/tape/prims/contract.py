@@ -10,7 +10,10 @@ from typing import Any
 import numpy as np
 
 from ...._errors import NotSupportedError
-from .prim import HOLOMORPHIC, Prim, expand_to, into, reduce_to, shape_of
+from ...._sparsity import Deps
+from ..data.graph import Node
+from . import patterns
+from .prim import HOLOMORPHIC, TAYLOR_BILINEAR, Prim, expand_to, into, reduce_to, shape_of
 
 __all__ = ["EINSUM", "MATMUL", "explicit_subscripts"]
 
@@ -43,6 +46,43 @@ class _Matmul(Prim):
     complex = HOLOMORPHIC
     name = "matmul"
     linear = True
+    taylor = TAYLOR_BILINEAR
+
+    def taylor_linear(self, ins: tuple, ts: tuple) -> Any:
+        """One traced operand of 1 or 2 dimensions: its rows of coefficients as one matrix product (None:
+        other shapes, left to the JVP rule)."""
+        a, c = ins
+        na, nc = len(shape_of(a)), len(shape_of(c))
+        if na not in (1, 2) or nc not in (1, 2):
+            return None
+        if ts[0] is not None:
+            t = ts[0]
+            if na == 1:  # (R, n) @ c
+                return np.matmul(t, c)
+            r = np.matmul(t.reshape(-1, t.shape[-1]), c)  # (R m, n) @ c
+            return r.reshape(t.shape[:2] + r.shape[1:])
+        t = ts[1]
+        rows = t.shape[0]
+        if nc == 1:  # a @ t for each row t (R, n): t @ a^T
+            return np.matmul(t, a.T if na == 2 else a)
+        if na == 1:  # a (n,) @ t (R, n, p)
+            return np.matmul(a, t)
+        r = np.matmul(a, np.moveaxis(t, 0, 1).reshape(t.shape[1], -1))  # (m, n) @ (n, R p)
+        return np.moveaxis(r.reshape(r.shape[0], rows, t.shape[2]), 1, 0)
+
+    def taylor_cross(self, ins: tuple, pair: tuple[int, int], a: Any, b: Any, params: dict, collapsed: bool) -> Any:
+        r = _batched_matmul(a, b, len(shape_of(ins[0])), len(shape_of(ins[1])))
+        return np.sum(r, axis=0, keepdims=True) if collapsed else r
+
+    @staticmethod
+    def sparsity(run: Any, node: Node, ins: list, shape: tuple) -> Deps:
+        """matmul as an einsum (NumPy's 1-D promotion and batch broadcasting)."""
+        na, nc = (len(v.shape) for v in ins)
+        batch = "abcdefghijklmnopqrstuvw"[: max(na, nc, 2) - 2]
+        a = "y" if na == 1 else batch[len(batch) - (na - 2) :] + "xy"
+        c = "y" if nc == 1 else batch[len(batch) - (nc - 2) :] + "yz"
+        out = batch + ("x" if na > 1 else "") + ("z" if nc > 1 else "")
+        return patterns.multilinear(run, ins, shape, _letter_terms(f"{a},{c}->{out}", ins, shape))
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return {1 - i for i in active}, False  # each operand's rule reads the other one
@@ -168,6 +208,21 @@ class _Einsum(Prim):
     complex = HOLOMORPHIC
     name = "einsum"
     linear = True
+    taylor = TAYLOR_BILINEAR
+
+    def taylor_cross(self, ins: tuple, pair: tuple[int, int], a: Any, b: Any, params: dict, collapsed: bool) -> Any:
+        i, j = pair
+        lhs, rhs = params["subscripts"].split("->")
+        terms = lhs.split(",")
+        z = _free_letter(params["subscripts"])
+        subs = ",".join(z + s if k in pair else s for k, s in enumerate(terms)) + "->" + ("" if collapsed else z) + rhs
+        operands = [a if k == i else b if k == j else v for k, v in enumerate(ins)]
+        r = np.einsum(subs, *operands, optimize=params.get("optimize", False))
+        return r[None] if collapsed else r
+
+    @staticmethod
+    def sparsity(run: Any, node: Node, ins: list, shape: tuple) -> Deps:
+        return patterns.multilinear(run, ins, shape, _letter_terms(node.params["subscripts"], ins, shape))
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         n = params["subscripts"].split("->")[0].count(",") + 1
@@ -218,3 +273,54 @@ class _Einsum(Prim):
 
 
 EINSUM = _Einsum()
+
+
+# -- Taylor mode and sparsity: helpers ----------------------------------------------------------------------
+def _batched_matmul(a: Any, b: Any, na: int, nb: int) -> Any:
+    """matmul of each batch row of a with the same row of b (NumPy's 1-D promotion)."""
+    n = a.shape[0]
+    pa = a.reshape(n, 1, *a.shape[1:]) if na == 1 else a
+    pb = b.reshape(*b.shape, 1) if nb == 1 else b
+    nd = max(pa.ndim, pb.ndim) - 1
+    pa, pb = expand_to(pa, (0,) * nd, 1), expand_to(pb, (0,) * nd, 1)
+    r = np.matmul(pa, pb)
+    if na == 1:
+        r = r[..., 0, :]
+    if nb == 1:
+        r = r[..., 0]
+    return r
+
+
+def _letter_terms(subscripts: str, ins: list, shape: tuple) -> tuple | None:
+    """The terms (see `patterns.multilinear`) of an einsum with explicit subscripts, from its index space."""
+    lhs, rhs = subscripts.split("->")
+    operands = lhs.split(",")
+    sizes: dict[str, int] = {}
+    for term, v in zip(operands, ins):
+        for ch, s in zip(term, v.shape):
+            sizes[ch] = s if sizes.get(ch, 1) == 1 else sizes[ch]  # 1 broadcasts, 0 gives no terms
+    letters = "".join(sorted(sizes))
+    space = tuple(sizes[ch] for ch in letters)
+    if int(np.prod(space, dtype=np.int64)) > patterns.TERMS_LIMIT:
+        return None
+    nonzero = np.ones((1,) * len(letters), dtype=bool)
+    for term, v in zip(operands, ins):
+        if isinstance(v, Deps):
+            continue
+        present = "".join(ch for ch in letters if ch in term)
+        hits = np.einsum(f"{term}->{present}", (np.asarray(v.value) != 0).astype(np.int64)) != 0
+        nonzero = nonzero & hits.reshape([hits.shape[present.index(ch)] if ch in term else 1 for ch in letters])
+    full = np.broadcast_to(nonzero, space)
+    coords = np.nonzero(full) if letters else ()
+    count = coords[0].size if letters else int(full.all())
+    where = {ch: coords[i] for i, ch in enumerate(letters)}
+    return _flat(rhs, shape, where, count), [_flat(t, v.shape, where, count) for t, v in zip(operands, ins)]
+
+
+def _flat(term: str, shape: tuple, where: dict, count: int) -> np.ndarray:
+    """Flat indices into an array of `shape` with subscripts `term` at the given letter values (axes of
+    size 1 broadcast: always index 0)."""
+    if not term:
+        return np.zeros(count, dtype=np.int64)
+    axes = [where[ch] if s > 1 else np.zeros(count, dtype=np.int64) for ch, s in zip(term, shape)]
+    return np.ravel_multi_index(axes, shape).astype(np.int64)

@@ -10,8 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ..data.graph import Traced
-from .prim import Prim, into, shape_of
+from ...._sparsity import Deps
+from ..data.graph import Node, Traced
+from . import patterns
+from .prim import TAYLOR_BILINEAR, Prim, into, shape_of
 
 __all__ = ["CONVOLVE", "centered", "convolve_full"]
 
@@ -52,6 +54,27 @@ class _Convolve(Prim):
 
     name = "convolve"
     linear = True
+    taylor = TAYLOR_BILINEAR
+
+    def taylor_cross(self, ins: tuple, pair: tuple[int, int], a: Any, b: Any, params: dict, collapsed: bool) -> Any:
+        r = np.stack([convolve_full(p, q) for p, q in zip(a, b)])
+        return np.sum(r, axis=0, keepdims=True) if collapsed else r
+
+    @staticmethod
+    def sparsity(run: Any, node: Node, ins: list, shape: tuple) -> Deps:
+        """The full convolution: out[p + q] sums a[p] c[q] (a known operand's zeros give no terms)."""
+        where = [
+            np.nonzero(np.ones(v.shape, dtype=bool) if isinstance(v, Deps) else np.asarray(v.value) != 0) for v in ins
+        ]
+        pa, pc = where
+        count_a, count_c = (p[0].size if p else 1 for p in where)
+        if count_a * count_c > patterns.TERMS_LIMIT:
+            return patterns.multilinear(run, ins, shape, None)
+        ia = np.repeat(np.ravel_multi_index(pa, ins[0].shape), count_c) if pa else np.zeros(count_c, dtype=np.int64)
+        ic = np.tile(np.ravel_multi_index(pc, ins[1].shape), count_a) if pc else np.zeros(count_a, dtype=np.int64)
+        axes = [np.repeat(x, count_c) + np.tile(y, count_a) for x, y in zip(pa, pc)]
+        out = np.ravel_multi_index(axes, shape).astype(np.int64) if axes else np.zeros(ia.size, dtype=np.int64)
+        return patterns.multilinear(run, ins, shape, (out, [ia.astype(np.int64), ic.astype(np.int64)]))
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return {1 - i for i in active}, False  # each operand's rule reads the other one

@@ -31,6 +31,7 @@ import numpy as np
 
 from ...._errors import NotSupportedError
 from ..data.sites import user_location
+from . import patterns
 from .prim import OWN, Prim, conjugated, dtype_of, into, shape_of
 
 __all__ = ["CHOLESKY", "EIG", "EIGH", "PINV", "QR", "SVD"]
@@ -93,6 +94,7 @@ class _Part(Prim):
     """One output of a decomposition of input 0 (`part`: its index in NumPy's result)."""
 
     what = "?"
+    sparsity = staticmethod(patterns.per_matrix)
 
     def __init__(self, part: int, name: str) -> None:
         self.part = part
@@ -321,6 +323,7 @@ CHOLESKY = _Cholesky(0, "cholesky")
 # -- pinv ----------------------------------------------------------------------------------------------------
 class _Pinv(Prim):
     name = "pinv"
+    sparsity = staticmethod(patterns.per_matrix)
 
     def label(self) -> str:
         return "numpy.linalg.pinv"

@@ -1,9 +1,10 @@
-"""Elementwise primitives: NumPy ufuncs (and scipy.special's, see `_special`), `where` and `clip`.
+"""Elementwise primitives: NumPy ufuncs (and scipy.special's, see `prims.special`), `where` and `clip`.
 
-A differentiable ufunc carries one local partial derivative per input (`_partials`), a function of the
+A differentiable ufunc carries one local partial derivative per input (`partials`), a function of the
 saved inputs and output (`ins`, `y`) that may write into `out`; the JVP is the sum of partial *
 tangent, the VJP of input i is cotangent * partial_i (in the broadcast output shape, summed back by the
-engine).
+engine). Its Taylor rule (`Prim.taylor`, a series rule of `series` or linear) and its sparsity
+structure (`Ufunc.pattern`) come with its partials (`partials.UfuncRules`).
 
 Zero times anything is zero. A branch of `where` (or `maximum`, `clip`, a masked product) that is not
 taken hands a zero tangent or cotangent to the operations that computed it, and there a local partial
@@ -26,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from ..data.graph import Traced
-from .partials import DIFFERENTIABLE, NONDIFF_UFUNCS, Arg, Partial, partial_value
-from .prim import ALL_INPUTS, HOLOMORPHIC, NO_RULE, Prim, into, scale
+from ...._sparsity import Deps, Nonlinearity
+from ..data.graph import Node, Traced
+from . import patterns
+from .partials import DIFFERENTIABLE, NONDIFF_UFUNCS, Arg, Partial, UfuncRules, partial_value
+from .prim import ALL_INPUTS, HOLOMORPHIC, NO_RULE, TAYLOR_LINEAR, Prim, into, scale
 from .special import HOLOMORPHIC_SPECIAL, PRIVATE, SPECIAL, special
 
 __all__ = [
@@ -48,7 +51,7 @@ __all__ = [
     "ufunc_prim",
 ]
 
-#: ufuncs complex-differentiable with `_partials`' rules (real-coefficient expressions): see `Prim.complex`
+#: ufuncs complex-differentiable with `prims.partials`' rules (real-coefficient expressions): see `Prim.complex`
 _HOLOMORPHIC = (
     np.add, np.subtract, np.multiply, np.divide, np.power, np.float_power, np.negative, np.positive,
     np.exp, np.exp2, np.expm1, np.log, np.log2, np.log10, np.log1p, np.sqrt, np.square, np.reciprocal,
@@ -91,10 +94,13 @@ def run_steps(steps: list, silent: bool) -> None:
 
 
 class Ufunc(Prim):
-    """A NumPy ufunc with one output; `partials` None for the piecewise-constant ones."""
+    """A NumPy ufunc with one output; `partials` None for the piecewise-constant ones. `taylor` and
+    `taylor_linear_in`: see `Prim`; `pattern`: how the output elements depend on the matching input
+    elements, for sparsity detection (linear, bilinear (a product), a quotient, or nonlinear)."""
 
     elementwise = True
     inplace = True
+    sparsity = staticmethod(patterns.elementwise)
 
     def __init__(
         self,
@@ -102,8 +108,14 @@ class Ufunc(Prim):
         partials: tuple[Partial, ...] | None,
         label: str | None = None,
         unbounded: bool | None = None,
+        taylor: Any = None,
+        pattern: Nonlinearity = Nonlinearity.NONLINEAR,
+        taylor_linear_in: frozenset = frozenset(),
     ) -> None:
         self.ufunc = ufunc
+        self.taylor = taylor
+        self.taylor_linear_in = taylor_linear_in
+        self.pattern = pattern
         self.name = ufunc.__name__
         self._label = label or f"numpy.{self.name}"
         #: empty for the piecewise-constant ones (not differentiable: their rules are never called)
@@ -349,8 +361,10 @@ def _sign_step(sign: float, t: Any, out: Any) -> Any:
 
 def _make_prims() -> dict[np.ufunc, Ufunc]:
     prims = {}
-    for ufunc, partials in DIFFERENTIABLE.items():
-        prims[ufunc] = Ufunc(ufunc, partials)
+    for ufunc, rules in DIFFERENTIABLE.items():
+        prims[ufunc] = Ufunc(
+            ufunc, rules.partials, taylor=rules.taylor, pattern=rules.pattern, taylor_linear_in=rules.taylor_linear_in
+        )
     for ufunc in NONDIFF_UFUNCS:
         prims[ufunc] = Ufunc(ufunc, None)
     return prims
@@ -376,7 +390,7 @@ class _StrongMultiply(Ufunc):
         return False
 
 
-STRONG_MULTIPLY = _StrongMultiply(np.multiply, (Arg(1), Arg(0)), unbounded=False)
+STRONG_MULTIPLY = _StrongMultiply(np.multiply, (Arg(1), Arg(0)), unbounded=False, pattern=Nonlinearity.BILINEAR)
 STRONG_MULTIPLY.name = "strong_multiply"
 
 
@@ -390,6 +404,14 @@ class _Where(Prim):
     nondiff = frozenset({0})
     linear = True
     complex = HOLOMORPHIC
+    taylor = TAYLOR_LINEAR
+
+    @staticmethod
+    def sparsity(run: Any, node: Node, ins: list, shape: tuple) -> Deps:
+        """A condition known at recording selects elements exactly; a traced one takes both branches."""
+        if isinstance(ins[0], Deps):  # a condition computed from inputs: either branch
+            return Deps.elementwise(shape, [run.deps(v) for v in ins[1:]], Nonlinearity.LINEAR)
+        return patterns.move(run, node, ins, shape)
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return {0}, False  # the condition
@@ -420,6 +442,8 @@ class _Clip(Prim):
 
     name = "clip"
     elementwise = True
+    taylor = TAYLOR_LINEAR
+    sparsity = staticmethod(patterns.linear)
 
     def forward(self, a: Any, lo: Any, hi: Any, out: Any = None) -> Any:
         return np.clip(a, lo, hi, out=out)
@@ -450,15 +474,22 @@ CLIP = _Clip()
 
 # -- scipy.special ufuncs (recognised when scipy.special is imported; never imported here) ---------------
 def ufunc_prim(ufunc: np.ufunc) -> Ufunc | None:
-    """The primitive of a NumPy ufunc, or of one of the scipy.special ufuncs in `_special.SPECIAL`."""
+    """The primitive of a NumPy ufunc, or of one of the scipy.special ufuncs in `prims.special.SPECIAL`."""
     prim = UFUNC_PRIMS.get(ufunc)
     if prim is None and "scipy.special" in sys.modules:
         sp = special()
         for table, module in ((SPECIAL, sp), (PRIVATE, getattr(sp, "_ufuncs", None))):
             for name, partials in table.items():
                 if getattr(module, name, None) is ufunc:
+                    made = partials()
+                    rules = made if isinstance(made, UfuncRules) else UfuncRules(made)
                     prim = Ufunc(
-                        ufunc, partials(), label=f"scipy.special.{name}", unbounded=name not in _BOUNDED_SPECIAL
+                        ufunc,
+                        rules.partials,
+                        label=f"scipy.special.{name}",
+                        unbounded=name not in _BOUNDED_SPECIAL,
+                        taylor=rules.taylor,
+                        pattern=rules.pattern,
                     )
                     prim.name = name
                     if name in HOLOMORPHIC_SPECIAL:

@@ -6,7 +6,7 @@ inverse transform with the dual normalization (the conjugate transpose of F is n
 "backward" <-> "forward", "ortho" <-> "ortho"). rfft (real to complex) and irfft (complex to real) are
 only R-linear; their adjoints are irfft and rfft with the dual normalization and the weights that count
 each half-spectrum entry for its mirrored twin (see `_Rfft.vjp` and `_Irfft.vjp`). Lengths other than
-the input's (`n=`, `s=`) are pads and slices recorded before the transform (`_np_fft`).
+the input's (`n=`, `s=`) are pads and slices recorded before the transform (`numpy.fft`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from ...._sparsity import Deps, Nonlinearity
+from ..data.graph import Node
+from . import patterns
 from .prim import OWN, Prim, into, shape_of
 
 __all__ = ["FFT", "IRFFT", "RFFT"]
@@ -36,6 +39,17 @@ def _call(fn: Any, a: Any, out: Any, **kw: Any) -> Any:
 class _Fourier(Prim):
     linear = True
     complex = OWN
+
+    @staticmethod
+    def sparsity(run: Any, node: Node, ins: list, shape: tuple) -> Deps:
+        """Every output element on every input element of its line along the transformed axes."""
+        a = run.deps(ins[0])
+        nd = len(a.shape)
+        axes = node.params.get("axes", (node.params.get("axis"),))
+        axes = tuple(int(ax) % nd for ax in axes)
+        outer = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
+        pooled = a.reduce(patterns.groups(a.shape, axes), outer, Nonlinearity.LINEAR)
+        return pooled.gather(np.broadcast_to(np.arange(pooled.size).reshape(outer), shape))
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return (), False

@@ -1,6 +1,6 @@
 """Traced values inside NumPy object arrays: what NumPy's C code builds from lists holding traced values
 (`np.sin([x, 2 * x])`, `np.array([x[:2], x[1:]], dtype=object)`; `np.array` and `np.asarray` of such a
-list stack it on the tape instead, see `_intercept`).
+list stack it on the tape instead, see `numpy.intercept`).
 
 NumPy builds an array from a list by asking each element for an array (`__array__`) and copying what it
 gets, without telling the elements what it is doing, so a list of traced values cannot become a traced
@@ -296,7 +296,7 @@ def converted(t: Any, dtype: Any) -> np.ndarray:
     holding it; a cast to numbers (`dtype=float`) and a store into a plain NumPy array (`out[:] = t`)
     are refused; otherwise NumPy's C code is building an array that holds it (from a list given to a
     ufunc, `dtype=object`), which gets an object array of elements that record.
-    f asking for a plain array itself (`np.asarray(t)`) gets the traced array instead (see `_intercept`).
+    f asking for a plain array itself (`np.asarray(t)`) gets the traced array instead (see `numpy.intercept`).
     A constant on the tape (a buffer made in f that holds no traced value yet) gives its value."""
     tape = t._tape
     slot = t._read()
@@ -322,7 +322,7 @@ def converted(t: Any, dtype: Any) -> np.ndarray:
 
 
 def plain_array_refusal(site: Any) -> NotSupportedError:
-    """The error for turning a traced array into a plain NumPy array at `site` (a `_sites.Site`)."""
+    """The error for turning a traced array into a plain NumPy array at `site` (a `data.sites.Site`)."""
     return NotSupportedError(
         f"AutoTape: {site.describe()} turns a traced array into a plain NumPy array (C code converting "
         "it to numbers, or a write into an array that f did not make with NumPy's creation functions), which "

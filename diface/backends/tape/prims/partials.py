@@ -7,13 +7,25 @@ can. `reads` marks what a function reads (`Prim.saves`: a replay keeps only the 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .prim import into
+from ...._sparsity import Nonlinearity
+from . import series
+from .prim import TAYLOR_BILINEAR, TAYLOR_LINEAR, into
 
-__all__ = ["DIFFERENTIABLE", "NONDIFF_UFUNCS", "Arg", "Partial", "partial_value", "reads", "scaled_input"]
+__all__ = [
+    "DIFFERENTIABLE",
+    "NONDIFF_UFUNCS",
+    "Arg",
+    "Partial",
+    "UfuncRules",
+    "partial_value",
+    "reads",
+    "rules",
+    "scaled_input",
+]
 
 Partial = Any  # a number, Arg(k) (the value of input k), or a function (ins, y, out) -> array
 
@@ -164,57 +176,86 @@ def _neg_quotient(rounding: Any) -> Partial:  # d remainder(a, b)/db = -round(a 
 
 _ONE, _MINUS_ONE = 1.0, -1.0
 
-DIFFERENTIABLE: dict[np.ufunc, tuple] = {
-    np.add: (_ONE, _ONE),
-    np.subtract: (_ONE, _MINUS_ONE),
-    np.multiply: (Arg(1), Arg(0)),
-    np.divide: (_reciprocal_of(1), reads(_d_divide_denominator, 1, y=True)),
-    np.power: (_d_power_base, _d_power_exponent),
-    np.float_power: (_d_power_base, _d_power_exponent),
-    np.negative: (_MINUS_ONE,),
-    np.positive: (_ONE,),
-    np.conjugate: (_ONE,),
-    np.exp: (reads(lambda ins, y, out: y, y=True),),
-    np.exp2: (reads(lambda ins, y, out: np.multiply(y, _LN2, out=out), y=True),),
-    np.expm1: (reads(lambda ins, y, out: np.add(y, 1.0, out=out), y=True),),
-    np.log: (_reciprocal_of(0),),
-    np.log2: (_reciprocal_of(0, 1.0 / _LN2),),
-    np.log10: (_reciprocal_of(0, 1.0 / _LN10),),
-    np.log1p: (reads(_d_log1p, 0),),
-    np.sqrt: (reads(lambda ins, y, out: np.divide(0.5, y, out=out), y=True),),
-    np.cbrt: (reads(_d_cbrt, y=True),),
-    np.square: (scaled_input(0, 2.0),),
-    np.reciprocal: (reads(_d_reciprocal, y=True),),
-    np.sin: (reads(lambda ins, y, out: np.cos(ins[0], out=out), 0),),
-    np.cos: (reads(_neg_sin, 0),),
-    np.tan: (reads(_one_plus_y2, y=True),),
-    np.arcsin: (_inv_sqrt_one_minus_a2(1.0),),
-    np.arccos: (_inv_sqrt_one_minus_a2(-1.0),),
-    np.arctan: (reads(_inv_one_plus_a2, 0),),
-    np.sinh: (reads(lambda ins, y, out: np.cosh(ins[0], out=out), 0),),
-    np.cosh: (reads(lambda ins, y, out: np.sinh(ins[0], out=out), 0),),
-    np.tanh: (reads(_one_minus_y2, y=True),),
-    np.arcsinh: (_inv_sqrt_a2_plus(1.0),),
-    np.arccosh: (_inv_sqrt_a2_plus(-1.0),),
-    np.arctanh: (reads(_inv_one_minus_a2, 0),),
-    np.absolute: (reads(lambda ins, y, out: np.sign(ins[0], out=out), 0),),
-    np.fabs: (reads(lambda ins, y, out: np.sign(ins[0], out=out), 0),),
-    np.maximum: (_chooser(0, np.greater), _chooser(1, np.greater)),
-    np.minimum: (_chooser(0, np.less), _chooser(1, np.less)),
-    np.fmax: (_chooser(0, np.greater), _chooser(1, np.greater)),
-    np.fmin: (_chooser(0, np.less), _chooser(1, np.less)),
-    np.hypot: (_hypot_part(0), _hypot_part(1)),
-    np.arctan2: (_arctan2_part(0), _arctan2_part(1)),
-    np.logaddexp: (_logaddexp_part(0, False), _logaddexp_part(1, False)),
-    np.logaddexp2: (_logaddexp_part(0, True), _logaddexp_part(1, True)),
-    np.deg2rad: (math.pi / 180.0,),
-    np.radians: (math.pi / 180.0,),
-    np.rad2deg: (180.0 / math.pi,),
-    np.degrees: (180.0 / math.pi,),
-    np.copysign: (_d_copysign, None),
-    np.remainder: (_ONE, _neg_quotient(np.floor)),
-    np.fmod: (_ONE, _neg_quotient(np.trunc)),
-    np.ldexp: (lambda ins, y, out: np.ldexp(1.0, ins[1], out=out), None),
+
+class UfuncRules(NamedTuple):
+    """What the tape knows of one ufunc: its partial derivatives (one per input), its Taylor rule
+    (`Prim.taylor`, with `Prim.taylor_linear_in`) and its second-order structure for sparsity detection
+    (`Ufunc.pattern`: linear, bilinear, a quotient, or nonlinear)."""
+
+    partials: tuple
+    taylor: Any = None
+    pattern: Nonlinearity = Nonlinearity.NONLINEAR
+    taylor_linear_in: frozenset = frozenset()
+
+
+def rules(
+    *partials: Partial, taylor: Any = None, pattern: Nonlinearity = Nonlinearity.NONLINEAR, taylor_linear_in: Any = ()
+) -> UfuncRules:
+    """A ufunc's `UfuncRules`: `rules(d/da, d/db, taylor=..., pattern=...)`."""
+    return UfuncRules(tuple(partials), taylor, pattern, frozenset(taylor_linear_in))
+
+
+L, B, Q = Nonlinearity.LINEAR, Nonlinearity.BILINEAR, Nonlinearity.QUOTIENT
+
+#: every differentiable NumPy ufunc: its partials, its Taylor rule, its sparsity structure
+
+DIFFERENTIABLE: dict[np.ufunc, UfuncRules] = {
+    np.add: rules(_ONE, _ONE, taylor=TAYLOR_LINEAR, pattern=L),
+    np.subtract: rules(_ONE, _MINUS_ONE, taylor=TAYLOR_LINEAR, pattern=L),
+    np.multiply: rules(Arg(1), Arg(0), taylor=TAYLOR_BILINEAR, pattern=B),
+    np.divide: rules(
+        _reciprocal_of(1),
+        reads(_d_divide_denominator, 1, y=True),
+        taylor=series.DIVIDE,
+        taylor_linear_in={0},
+        pattern=Q,
+    ),
+    np.power: rules(_d_power_base, _d_power_exponent, taylor=series.POWER),
+    np.float_power: rules(_d_power_base, _d_power_exponent, taylor=series.POWER),
+    np.negative: rules(_MINUS_ONE, taylor=TAYLOR_LINEAR, pattern=L),
+    np.positive: rules(_ONE, taylor=TAYLOR_LINEAR, pattern=L),
+    np.conjugate: rules(_ONE, taylor=TAYLOR_LINEAR, pattern=L),
+    np.exp: rules(reads(lambda ins, y, out: y, y=True), taylor=series.EXP),
+    np.exp2: rules(reads(lambda ins, y, out: np.multiply(y, _LN2, out=out), y=True), taylor=series.EXP2),
+    np.expm1: rules(reads(lambda ins, y, out: np.add(y, 1.0, out=out), y=True), taylor=series.EXPM1),
+    np.log: rules(_reciprocal_of(0), taylor=series.LOG),
+    np.log2: rules(_reciprocal_of(0, 1.0 / _LN2), taylor=series.LOG2),
+    np.log10: rules(_reciprocal_of(0, 1.0 / _LN10), taylor=series.LOG10),
+    np.log1p: rules(reads(_d_log1p, 0), taylor=series.LOG1P),
+    np.sqrt: rules(reads(lambda ins, y, out: np.divide(0.5, y, out=out), y=True), taylor=series.SQRT),
+    np.cbrt: rules(reads(_d_cbrt, y=True), taylor=series.CBRT),
+    np.square: rules(scaled_input(0, 2.0), taylor=series.SQUARE),
+    np.reciprocal: rules(reads(_d_reciprocal, y=True), taylor=series.RECIPROCAL),
+    np.sin: rules(reads(lambda ins, y, out: np.cos(ins[0], out=out), 0), taylor=series.SIN),
+    np.cos: rules(reads(_neg_sin, 0), taylor=series.COS),
+    np.tan: rules(reads(_one_plus_y2, y=True), taylor=series.TAN),
+    np.arcsin: rules(_inv_sqrt_one_minus_a2(1.0), taylor=series.ARCSIN),
+    np.arccos: rules(_inv_sqrt_one_minus_a2(-1.0), taylor=series.ARCCOS),
+    np.arctan: rules(reads(_inv_one_plus_a2, 0), taylor=series.ARCTAN),
+    np.sinh: rules(reads(lambda ins, y, out: np.cosh(ins[0], out=out), 0), taylor=series.SINH),
+    np.cosh: rules(reads(lambda ins, y, out: np.sinh(ins[0], out=out), 0), taylor=series.COSH),
+    np.tanh: rules(reads(_one_minus_y2, y=True), taylor=series.TANH),
+    np.arcsinh: rules(_inv_sqrt_a2_plus(1.0), taylor=series.ARCSINH),
+    np.arccosh: rules(_inv_sqrt_a2_plus(-1.0), taylor=series.ARCCOSH),
+    np.arctanh: rules(reads(_inv_one_minus_a2, 0), taylor=series.ARCTANH),
+    np.absolute: rules(reads(lambda ins, y, out: np.sign(ins[0], out=out), 0), taylor=TAYLOR_LINEAR, pattern=L),
+    np.fabs: rules(reads(lambda ins, y, out: np.sign(ins[0], out=out), 0), taylor=TAYLOR_LINEAR, pattern=L),
+    np.maximum: rules(_chooser(0, np.greater), _chooser(1, np.greater), taylor=TAYLOR_LINEAR, pattern=L),
+    np.minimum: rules(_chooser(0, np.less), _chooser(1, np.less), taylor=TAYLOR_LINEAR, pattern=L),
+    np.fmax: rules(_chooser(0, np.greater), _chooser(1, np.greater), taylor=TAYLOR_LINEAR, pattern=L),
+    np.fmin: rules(_chooser(0, np.less), _chooser(1, np.less), taylor=TAYLOR_LINEAR, pattern=L),
+    np.hypot: rules(_hypot_part(0), _hypot_part(1), taylor=series.HYPOT),
+    np.arctan2: rules(_arctan2_part(0), _arctan2_part(1), taylor=series.ARCTAN2),
+    np.logaddexp: rules(_logaddexp_part(0, False), _logaddexp_part(1, False), taylor=series.LOGADDEXP),
+    np.logaddexp2: rules(_logaddexp_part(0, True), _logaddexp_part(1, True), taylor=series.LOGADDEXP2),
+    np.deg2rad: rules(math.pi / 180.0, taylor=TAYLOR_LINEAR, pattern=L),
+    np.radians: rules(math.pi / 180.0, taylor=TAYLOR_LINEAR, pattern=L),
+    np.rad2deg: rules(180.0 / math.pi, taylor=TAYLOR_LINEAR, pattern=L),
+    np.degrees: rules(180.0 / math.pi, taylor=TAYLOR_LINEAR, pattern=L),
+    np.copysign: rules(_d_copysign, None, taylor=TAYLOR_LINEAR, pattern=L),
+    np.remainder: rules(_ONE, _neg_quotient(np.floor), taylor=TAYLOR_LINEAR, pattern=L),
+    np.fmod: rules(_ONE, _neg_quotient(np.trunc), taylor=TAYLOR_LINEAR, pattern=L),
+    np.ldexp: rules(lambda ins, y, out: np.ldexp(1.0, ins[1], out=out), None, taylor=TAYLOR_LINEAR, pattern=L),
 }
 
 #: ufuncs whose derivative is zero wherever it exists (piecewise constant, or not real-valued)

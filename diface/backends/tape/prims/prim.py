@@ -25,6 +25,7 @@ import numpy as np
 from ...._errors import NotSupportedError
 from ..data.graph import Traced
 from ..data.sites import user_location
+from . import patterns
 
 __all__ = [
     "ALL_INPUTS",
@@ -41,6 +42,8 @@ __all__ = [
     "scale",
     "shape_of",
     "SUM_TO",
+    "TAYLOR_BILINEAR",
+    "TAYLOR_LINEAR",
     "conjugated",
 ]
 
@@ -51,6 +54,11 @@ OWN = "own"
 
 #: in a table of partial derivatives: an input the tape has no derivative for (see `Prim.no_rule`)
 NO_RULE = "no rule"
+
+#: `Prim.taylor`: the JVP rule gives every Taylor coefficient
+TAYLOR_LINEAR = "linear"
+#: `Prim.taylor`: linear in each operand (products, contractions): cross terms for two traced ones
+TAYLOR_BILINEAR = "bilinear"
 
 
 class InputsFrom:
@@ -79,9 +87,23 @@ class Prim:
     #: input positions (among `nondiff`) whose derivative the tape does not know, although there is one
     #: (the order of a Bessel function): recording with an active value there raises
     no_rule: frozenset = frozenset()
-    #: sparsity detection (`_sparsity`) takes every output element as depending on every element of the
-    #: differentiated inputs, nonlinearly (operations with no finer rule: a SciPy solver's root)
+    #: sparsity detection (`analysis.sparsity`): the rule `rule(run, node, ins, shape) -> Deps` giving the
+    #: output's dependencies on x from the inputs' (`patterns` holds the ones many primitives share); None:
+    #: no rule (detection names the operation), unless `dense_pattern`
+    sparsity: Any = None
+    #: sparsity detection takes every output element as depending on every element of the differentiated
+    #: inputs, nonlinearly (operations with no finer rule: a SciPy solver's root)
     dense_pattern = False
+    #: Taylor mode (`analysis.taylor`): how truncated Taylor series pass this operation. TAYLOR_LINEAR: its
+    #: JVP rule, taken at the values, gives every coefficient (linear operations, and piecewise-linear ones,
+    #: whose partial derivatives are piecewise constant); TAYLOR_BILINEAR: linear in each operand, with
+    #: two traced operands the Cauchy cross terms too (`taylor_cross`); a series rule
+    #: `rule(alg, input series, y₀, order) -> output series` (see `series`); None: no rule (a recording
+    #: holding the operation has no Taylor plan: the core's derivation takes over). See `taylor_step`.
+    taylor: Any = None
+    #: input positions in which the operation is linear, the others fixed (divide's numerator, the
+    #: right-hand side of a banded solve): a node traced there only is a linear Taylor step
+    taylor_linear_in: frozenset = frozenset()
     #: False: the output never carries derivatives (comparisons, argmax, floor, ...)
     differentiable = True
     #: inputs broadcast against each other to the output shape
@@ -144,7 +166,7 @@ class Prim:
         """Whether the value or a local partial derivative may be infinite or NaN at finite inputs (a
         division by zero, sqrt or log at 0, exp overflowing); `literals` holds the inputs' values where
         they are fixed at recording, None elsewhere. `Tape.unbounded` follows such values through the
-        tape: where they meet the rules' products, those are strong (see `_elementwise.strong_multiply`)."""
+        tape: where they meet the rules' products, those are strong (see `prims.elementwise.strong_multiply`)."""
         return False
 
     def no_rule_error(self, i: int) -> Exception:
@@ -178,7 +200,7 @@ class Prim:
         raise NotImplementedError
 
     def vjp_accumulate(self, i: int, ins: tuple, y: Any, g: Any, previous: Any, **params: Any) -> Any:
-        """Running a tape on values (`_interpret.vjp`): `previous` plus the contribution for input `i`
+        """Running a tape on values (`sweeps.interpret.vjp`): `previous` plus the contribution for input `i`
         in one operation, or None (the contribution is computed and added)."""
         return None
 
@@ -190,6 +212,36 @@ class Prim:
     def vjp_linear(self, i: int, ins: tuple, g: Any, b: int, params: dict) -> tuple[int, Any] | None:
         """When the contribution to input `i` is +-1 times a view of the cotangent buffer `g` (before
         summing over broadcast axes): (sign, view). Prepared sweeps then add it without a temporary."""
+        return None
+
+    # -- Taylor mode ------------------------------------------------------------------------------
+    def taylor_step(self, traced: list[int], shapes: list[tuple]) -> tuple[str, Any] | None:
+        """How a node of this operation passes Taylor series, given its traced (differentiated) input
+        positions and its inputs' shapes: ("linear", None), ("bilinear", (i, j)) for two traced operands
+        of a bilinear operation, ("series", rule), ("own", rule) for a rule over the coefficient arrays
+        (`analysis.taylor`'s `_apply` says what it takes), or None (no rule)."""
+        if traced and set(traced) <= self.taylor_linear_in:
+            return "linear", None
+        rule = self.taylor
+        if rule is None:
+            return None
+        if rule is TAYLOR_LINEAR:
+            return "linear", None
+        if rule is TAYLOR_BILINEAR:
+            if len(traced) <= 1:
+                return "linear", None
+            return ("bilinear", tuple(traced)) if len(traced) == 2 else None
+        return "series", rule
+
+    def taylor_linear(self, ins: tuple, ts: tuple) -> Any:
+        """A linear Taylor step's coefficients (`ts`: a leading axis of rows) computed faster than by the
+        JVP rule, or None (the JVP rule computes them)."""
+        return None
+
+    def taylor_cross(self, ins: tuple, pair: tuple[int, int], a: Any, b: Any, params: dict, collapsed: bool) -> Any:
+        """A bilinear operation's P(a, b) in the operands `pair` (the others at their values), both with a
+        leading batch axis (summed over it, as one row, where `collapsed`), or None: the elementwise
+        product (multiply)."""
         return None
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
@@ -308,6 +360,14 @@ class _SumTo(Prim):
     complex = HOLOMORPHIC
     name = "sum_to"
     linear = True
+    taylor = TAYLOR_LINEAR
+
+    @staticmethod
+    def sparsity(run: Any, node: Any, ins: list, shape: tuple) -> Any:
+        """Each output element on the input elements summed into it."""
+        d = run.deps(ins[0])
+        groups = np.broadcast_to(np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape), d.shape)
+        return d.reduce(groups, shape)
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return (), False
@@ -334,6 +394,7 @@ class _Promote(Prim):
     linear = True
     complex = OWN
     promotes = False
+    sparsity = staticmethod(patterns.same)
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return (), False

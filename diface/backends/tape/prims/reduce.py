@@ -8,7 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from .prim import HOLOMORPHIC, Prim, dtype_of, into, shape_of
+from ...._sparsity import Nonlinearity
+from ..data.graph import Node
+from . import patterns
+from .prim import HOLOMORPHIC, TAYLOR_LINEAR, Prim, dtype_of, into, shape_of
+
+_L = Nonlinearity.LINEAR
 
 __all__ = ["AMAX", "AMIN", "CUMSUM", "NonDiff", "PROD", "SUM"]
 
@@ -30,6 +35,8 @@ class _Sum(Prim):
     complex = HOLOMORPHIC
     name = "sum"
     linear = True
+    taylor = TAYLOR_LINEAR
+    sparsity = staticmethod(patterns.reduction(_L))
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return (), False
@@ -68,6 +75,14 @@ class _ProdOthers(Prim):
     complex = HOLOMORPHIC
     name = "prod_others"
 
+    @staticmethod
+    def sparsity(run: Any, node: Node, ins: list, shape: tuple) -> Any:
+        """Each element: the product of the others of its group (taken as all of its group)."""
+        d = run.deps(ins[0])
+        ids = patterns.groups(d.shape, tuple(node.params["axis"]))
+        pooled = d.reduce(ids, (int(ids.max(initial=-1)) + 1,), Nonlinearity.BILINEAR)
+        return pooled.gather(ids)
+
     def forward(self, a: Any, out: Any = None, axis: tuple = ()) -> Any:
         shape = shape_of(a)
         rest = tuple(i for i in range(len(shape)) if i not in axis)
@@ -101,6 +116,7 @@ PROD_OTHERS = _ProdOthers()
 class _Prod(Prim):
     complex = HOLOMORPHIC
     name = "prod"
+    sparsity = staticmethod(patterns.reduction(Nonlinearity.BILINEAR))  # bilinear within a group
 
     def forward(self, a: Any, out: Any = None, axis: tuple = (), keepdims: bool = False) -> Any:
         return np.prod(a, axis=axis, keepdims=keepdims, out=out)
@@ -124,6 +140,9 @@ PROD = _Prod()
 class _Extreme(Prim):
     """max / min over axes. Ties: the derivative is split evenly among the elements equal to the
     extreme (the mean of their tangents; each gets cotangent / count)."""
+
+    taylor = TAYLOR_LINEAR  # piecewise linear
+    sparsity = staticmethod(patterns.reduction(_L))
 
     def __init__(self, name: str, reduce: Any) -> None:
         self.name = name
@@ -160,6 +179,8 @@ class _Cumsum(Prim):
     complex = HOLOMORPHIC
     name = "cumsum"
     linear = True
+    taylor = TAYLOR_LINEAR
+    sparsity = staticmethod(patterns.cumulative(_L))
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return (), False

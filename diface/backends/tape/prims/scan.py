@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ...._sparsity import Nonlinearity
+from . import patterns
 from .prim import HOLOMORPHIC, Prim, into, shape_of
 
 __all__ = ["CUMPROD"]
@@ -45,6 +47,7 @@ def _affine_scan(a: Any, z: Any, axis: int, b: int) -> Any:
 class _Cumprod(Prim):
     complex = HOLOMORPHIC
     name = "cumprod"
+    sparsity = staticmethod(patterns.cumulative(Nonlinearity.BILINEAR))
 
     def label(self) -> str:
         return "numpy.cumprod"

@@ -1,6 +1,6 @@
 """The scipy.special ufuncs the tape differentiates, with their local partial derivatives.
 
-Each entry gives one partial per input (see `_elementwise.Ufunc`): a function of the saved inputs and
+Each entry gives one partial per input (see `prims.elementwise.Ufunc`): a function of the saved inputs and
 output (written with ufuncs, so that it is recorded and differentiated again for second order), `None`
 for an input with zero derivative, or `NO_RULE` for an input the tape has no derivative for (an order
 of a Bessel function, the parameter of an incomplete gamma function): an active value there raises
@@ -17,7 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from ...._sparsity import Nonlinearity
+from .partials import rules
 from .prim import NO_RULE, into
+
+_QUOTIENT = Nonlinearity.QUOTIENT
 
 __all__ = ["HOLOMORPHIC_SPECIAL", "PRIVATE", "SPECIAL", "special"]
 
@@ -281,8 +285,13 @@ SPECIAL: dict[str, Callable[[], tuple]] = {
     "gammainc": lambda: (NO_RULE, _d_gammainc_x(1.0)),
     "gammaincc": lambda: (NO_RULE, _d_gammainc_x(-1.0)),
     "stdtr": lambda: (NO_RULE, _d_stdtr_t),
-    "xlogy": lambda: (_d_xlogy_x, lambda ins, y, out: np.divide(ins[0], ins[1], out=out)),
-    "xlog1py": lambda: (_d_xlog1py_x, lambda ins, y, out: np.divide(ins[0], np.add(ins[1], 1.0, out=out), out=out)),
+    # for sparsity detection a quotient, as divide: nonlinear in (x, y), linear in x where y is a number
+    "xlogy": lambda: rules(_d_xlogy_x, lambda ins, y, out: np.divide(ins[0], ins[1], out=out), pattern=_QUOTIENT),
+    "xlog1py": lambda: rules(
+        _d_xlog1py_x,
+        lambda ins, y, out: np.divide(ins[0], np.add(ins[1], 1.0, out=out), out=out),
+        pattern=_QUOTIENT,
+    ),
     "spence": lambda: (_d_spence,),
     "entr": lambda: (_d_entr,),
     "rel_entr": lambda: (_d_rel_entr(0, False), _d_rel_entr(1, False)),

@@ -20,7 +20,7 @@ moments by double-exponential (tanh-sinh) quadrature over the tail nearer x (the
 complete moments, which are polynomials in polygamma functions, so that neither a cdf near 1 nor one
 near 0 loses digits), with the variable changed so that the integrand has no interior peak; the zeta
 derivatives by the Euler-Maclaurin formula differentiated exactly in s. Imported, the module enters
-these derivatives into `_special`'s tables (before it, those inputs had `NO_RULE`).
+these derivatives into `prims.special`'s tables (before it, those inputs had `NO_RULE`).
 """
 
 from __future__ import annotations

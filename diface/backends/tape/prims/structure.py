@@ -10,9 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ..data.graph import Traced
+from ...._sparsity import Deps, Nonlinearity
+from ..data.graph import Node, Traced
 from ..data.index import build
-from .prim import HOLOMORPHIC, InputsFrom, Prim, dtype_of, expand_to, into, reduce_to, shape_of
+from . import patterns
+from .prim import HOLOMORPHIC, TAYLOR_LINEAR, InputsFrom, Prim, dtype_of, expand_to, into, reduce_to, shape_of
 
 __all__ = ["ASTYPE", "BROADCAST_TO", "CONCATENATE", "GETITEM", "INDEX_ADD", "RESHAPE", "SETITEM", "TRANSPOSE"]
 
@@ -22,11 +24,15 @@ def _batched(template: tuple, b: int) -> tuple:
 
 
 class _Linear(Prim):
-    """A linear primitive whose rules read no values but its index arrays (`nondiff` inputs)."""
+    """A linear primitive whose rules read no values but its index arrays (`nondiff` inputs): its JVP
+    rule gives every Taylor coefficient, and sparsity detection runs it on element ids (index arrays
+    known at recording; `patterns.move`)."""
 
     complex = HOLOMORPHIC
 
     linear = True
+    taylor = TAYLOR_LINEAR
+    sparsity = staticmethod(patterns.move)
 
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         return self.nondiff, False
@@ -98,6 +104,7 @@ BROADCAST_TO = _BroadcastTo()
 
 class _Astype(_Linear):
     name = "astype"
+    sparsity = staticmethod(patterns.same)
 
     def forward(self, a: Any, out: Any = None, dtype: Any = None) -> Any:
         if out is None:
@@ -210,6 +217,20 @@ class _IndexAdd(_Linear):
     linear = True
     nondiff = InputsFrom(2)
     inplace = (0,)  # a replay may add into the buffer of a, where a dies here
+
+    @staticmethod
+    def sparsity(run: Any, node: Node, ins: list, shape: tuple) -> Deps:
+        """a with v's elements reduced into the positions the key selects (repeated positions accumulate);
+        a key computed from inputs: anywhere."""
+        a, v, arrays = run.deps(ins[0]), ins[1], ins[2:]
+        if any(isinstance(k, Deps) for k in arrays):
+            return run.anywhere([a, run.deps(v)], shape, Nonlinearity.LINEAR)
+        if not isinstance(v, Deps):
+            return a
+        ids = np.arange(a.size).reshape(a.shape)
+        targets = np.asarray(GETITEM.forward(ids, *(k.value for k in arrays), **node.params))
+        added = v.broadcast_to(targets.shape).reduce(targets.ravel(), shape)
+        return Deps.elementwise(shape, [a, added], Nonlinearity.LINEAR)
 
     def forward(
         self,

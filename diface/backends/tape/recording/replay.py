@@ -51,7 +51,7 @@ class Replay:
     def sweep(self, kind: str, batch: int | None, identity: int | None = None) -> Any:
         """The compiled sweep of `kind` ("reverse" or "forward") over `batch` vectors (None: one, with
         no batch axis), made on first use. `identity`: a forward sweep whose seed is fixed to the
-        identity rows from that index on (never write its seed; see `_seeds`)."""
+        identity rows from that index on (never write its seed; see `sweeps.seeds`)."""
         key = (kind, batch, identity)
         s = self.sweeps.get(key)
         if s is None:

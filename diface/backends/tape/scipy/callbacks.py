@@ -5,7 +5,7 @@ A callback `fn(y, *args)` is recorded once on a tape of its own (`Tape.child`), 
 x. What it reads from f (traced values it closes over or receives in `args`) becomes an input of the
 sub-tape, a *capture* (`Tape.capture`): the sub-tape is a function g(y, c) of its variable and of f's
 values, which later calls replay on plain values (`evaluate`) without running the callback's Python
-code again, and whose derivatives in y and in c the sweeps of `_interpret` give exactly. A replay whose
+code again, and whose derivatives in y and in c the sweeps of `sweeps.interpret` give exactly. A replay whose
 guards fail (the callback took another branch at this y) records it again while f is being recorded;
 in a prepared call (f is not run) it raises `TapeMismatchError`.
 """

@@ -1,4 +1,4 @@
-"""The tape's rules for SciPy's Python-level functions (reached through `_hooks`): scipy.special's
+"""The tape's rules for SciPy's Python-level functions (reached through `numpy.hooks`): scipy.special's
 logsumexp, softmax, log_softmax, polygamma, multigammaln, zeta, and scipy.signal.convolve. Each is
 written with NumPy calls and scipy.special ufuncs on traced values, so the tape records it as usual."""
 

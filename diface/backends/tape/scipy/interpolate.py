@@ -1,11 +1,11 @@
-"""The tape's rules for scipy.interpolate (reached through `_hooks`): CubicSpline, CubicHermiteSpline,
+"""The tape's rules for scipy.interpolate (reached through `numpy.hooks`): CubicSpline, CubicHermiteSpline,
 PchipInterpolator, Akima1DInterpolator and PPoly; make_interp_spline and BSpline; splrep (s=0), splev,
-splder, splantider, splint (interp1d and RegularGridInterpolator: `_scipy_tables`).
+splder, splantider, splint (interp1d and RegularGridInterpolator: `scipy.tables`).
 
 SciPy's constructors turn their data into plain arrays, and their evaluations run in C. So each
 constructor called with traced data (the values y, the breakpoints x, a derivative boundary condition)
 runs here instead: it builds the same object (its class, its attributes) holding traced coefficients
-computed with NumPy calls the tape records (`_scipy_splines`: the spline's banded system solved by the
+computed with NumPy calls the tape records (`scipy.splines`: the spline's banded system solved by the
 tape's banded solve), and each evaluation of an object holding traced values, or at traced points,
 evaluates on the tape (`ppoly_eval`, `bspline_eval`: SciPy's interval search and polynomial, the same
 operations). Objects built from plain data and evaluated at traced points, the common case of

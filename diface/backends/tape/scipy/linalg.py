@@ -1,4 +1,4 @@
-"""The tape's rules for scipy.linalg (reached through `_hooks`): the matrix functions expm, expm_frechet,
+"""The tape's rules for scipy.linalg (reached through `numpy.hooks`): the matrix functions expm, expm_frechet,
 logm, sqrtm, cosm, sinm, tanm, coshm, sinhm, tanhm; solve, inv, det, lstsq, pinv, norm,
 solve_triangular; lu_factor, lu_solve, lu, cho_factor, cho_solve, cholesky; eigh, eigvalsh, svd, svdvals.
 

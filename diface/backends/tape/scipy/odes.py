@@ -1,7 +1,7 @@
 """`scipy.integrate.solve_ivp` inside f: the solution of an ODE whose right-hand side and initial state
 are traced, differentiated by forward sensitivities.
 
-The right-hand side fun(t, y, *args) is recorded as a sub-tape (`_callbacks`) of z = (t, y), capturing
+The right-hand side fun(t, y, *args) is recorded as a sub-tape (`scipy.callbacks`) of z = (t, y), capturing
 the values c of f's it reads; the solution at the output times enters f's tape as an `OdeSolution` node
 of (c, y0), and a replay solves again on the right-hand side's replay, with the same method and
 tolerances. A tangent (dc, dy0) is carried by the tangent ODE solved beside the state,

@@ -1,7 +1,7 @@
 """`scipy.integrate.quad` and `quad_vec` inside f: the integral of a traced integrand between traced
 limits, differentiated by the Leibniz rule.
 
-The integrand h(t, c) is recorded as a sub-tape (`_callbacks`) capturing the values c of f's it reads;
+The integrand h(t, c) is recorded as a sub-tape (`scipy.callbacks`) capturing the values c of f's it reads;
 the integral enters f's tape as a `Quadrature` node of (c, a, b), computed by the same SciPy routine
 with the user's tolerances, and a replay integrates the integrand's replay at the new values. Its
 derivative is again an integral, computed by the same routine:

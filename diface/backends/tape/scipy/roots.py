@@ -5,7 +5,7 @@ For `brentq`, `brenth`, `ridder`, `bisect`, `toms748`, `newton` (scalar and arra
 `fsolve` and `root` the equation is the residual g(y, c) = 0; for `minimize_scalar` and `minimize` it
 is the stationarity condition grad_y g(y, c) = 0 (unconstrained, or with bounds none of which is
 active at the optimum). The residual (and any derivative callback the user passes: `fprime`, `jac`,
-`hess`, ...) is recorded as a sub-tape (`_callbacks`), so its partial derivatives are exact; the
+`hess`, ...) is recorded as a sub-tape (`scipy.callbacks`), so its partial derivatives are exact; the
 solver's iterations are never differentiated. A prepared call runs the same SciPy call again at the
 new values, on replays of those recordings (of each path a callback took while recorded). A root the
 solver reports as not converged raises `ConvergenceError`; the derivative needs dg/dy invertible at

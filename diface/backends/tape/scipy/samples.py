@@ -1,4 +1,4 @@
-"""The tape's rules for scipy.integrate's rules on samples (reached through `_hooks`): trapezoid, simpson,
+"""The tape's rules for scipy.integrate's rules on samples (reached through `numpy.hooks`): trapezoid, simpson,
 romb, cumulative_trapezoid and cumulative_simpson, for traced samples y, sample points x and spacing dx.
 
 Each is SciPy's formula written with the same NumPy operations on traced values (SciPy converts its

@@ -2,7 +2,7 @@
 converts every value to a plain array), calling back a function of f's that may compute with traced
 values, directly or through what it closes over.
 
-While f is recorded, each such SciPy function (reached through `_hooks` on every call) runs with its
+While f is recorded, each such SciPy function (reached through `numpy.hooks` on every call) runs with its
 callables wrapped: a callback whose result is a traced value that depends on x or a context is stopped
 there with a `NotSupportedError` naming the SciPy function and the user's line, raised from the SciPy
 call, whatever SciPy's C code makes of an exception inside a callback (a `SystemError`,

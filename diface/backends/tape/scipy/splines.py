@@ -1,7 +1,7 @@
 """Piecewise polynomials and B-splines on traced values: what SciPy's interpolators compute in C
 (`_ppoly.evaluate`, `fix_continuity`, `_dierckx.evaluate_spline`, the collocation matrix) and the
 slopes their constructors compute, written with NumPy calls and the tape's banded solve, so that the
-tape records them. `_scipy_interpolate` hooks SciPy's classes onto these; every function here takes
+tape records them. `scipy.interpolate` hooks SciPy's classes onto these; every function here takes
 plain arrays as well (and then computes plain arrays, recording nothing).
 
 - A point is located with `np.searchsorted` on the breakpoints (or knots), clipped to the intervals

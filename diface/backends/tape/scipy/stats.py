@@ -1,5 +1,5 @@
-"""The tape's rules for scipy.stats distributions (reached through `_hooks`): the pdf, logpdf, cdf,
-logcdf, sf, logsf, ppf and isf of the continuous families in `_stats_laws` (norm, t, gamma, beta,
+"""The tape's rules for scipy.stats distributions (reached through `numpy.hooks`): the pdf, logpdf, cdf,
+logcdf, sf, logsf, ppf and isf of the continuous families in `scipy.stats_laws` (norm, t, gamma, beta,
 chi2, expon, laplace, cauchy, logistic, lognorm, weibull_min, weibull_max, uniform, gumbel_r, gumbel_l,
 pareto, invgamma, f, rayleigh, halfnorm, loggamma), the pmf, logpmf, cdf, logcdf, sf and logsf of
 poisson, and multivariate_normal's and dirichlet's pdf and logpdf.
@@ -10,7 +10,7 @@ recorded as usual. Outside the support the values are SciPy's (-inf for logpdf, 
 derivative 0; where SciPy returns NaN (a scale <= 0, a shape parameter <= 0) so does the rule.
 
 The quantile functions are SciPy's own, computed on plain values, with the derivatives of the implicit
-relation cdf(ppf(q; θ); θ) = q (see `_stats_laws.quantile`).
+relation cdf(ppf(q; θ); θ) = q (see `scipy.stats_laws.quantile`).
 """
 
 from __future__ import annotations

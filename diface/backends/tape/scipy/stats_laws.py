@@ -1,4 +1,4 @@
-"""The standardized continuous distributions the tape's scipy.stats rules know (`_scipy_stats`), each
+"""The standardized continuous distributions the tape's scipy.stats rules know (`scipy.stats`), each
 written with NumPy calls and scipy.special ufuncs on the standardized variable z = (x - loc) / scale,
 so that the tape records their derivatives in z and in the shape parameters as usual.
 

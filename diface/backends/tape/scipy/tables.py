@@ -1,5 +1,5 @@
-"""The tape's rules for scipy.interpolate's interpolators of tables (reached through `_hooks`): interp1d
-(every kind) and RegularGridInterpolator and interpn (linear, nearest), as `_scipy_interpolate` does for
+"""The tape's rules for scipy.interpolate's interpolators of tables (reached through `numpy.hooks`): interp1d
+(every kind) and RegularGridInterpolator and interpn (linear, nearest), as `scipy.interpolate` does for
 the splines: a constructor called with traced data builds SciPy's object holding them, and an
 evaluation of an object holding traced data, or at traced points, runs SciPy's search and formula on
 the tape (interp1d's spline kinds through make_interp_spline and BSpline, hooked). Points outside the

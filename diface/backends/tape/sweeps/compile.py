@@ -1,10 +1,10 @@
 """Prepared replays: a tape compiled once into a list of zero-argument steps over planned buffers (the
-forward replay and the reverse sweep; the forward-mode sweep is `_tangent`).
+forward replay and the reverse sweep; the forward-mode sweep is `sweeps.tangent`).
 
 The forward replay copies the inputs into buffers of their own at each call; a view primitive (reshape,
 transpose, basic indexing, broadcast_to) makes its output a view of its input's buffer and costs nothing
 at replay; every other step writes into a buffer with `out=`. Constants (slots that depend on no input)
-are not recomputed. Buffers are planned by lifetime (`_buffers`): a value that no sweep reads gives its
+are not recomputed. Buffers are planned by lifetime (`data.buffers`): a value that no sweep reads gives its
 buffer back after its last reader, and an elementwise step may write over an input that dies there; the
 values the sweeps read (`Tape.saved_slots`) are kept.
 
@@ -16,7 +16,7 @@ slots that receive partial contributions (indexing) are zeroed just before. Node
 x, or that the output does not depend on, are pruned from the sweeps.
 
 A sweep whose result holds a NaN runs again as its strong twin (compiled then, once), whose ufunc
-products are strong (0 * inf := 0, see `_elementwise.strong_multiply`): a zero cotangent routed into
+products are strong (0 * inf := 0, see `prims.elementwise.strong_multiply`): a zero cotangent routed into
 a branch of `where` that was not taken, times a partial that is infinite there, gives 0.
 """
 

@@ -5,7 +5,7 @@ On traced values these record (the sweeps of one tape become the nodes of anothe
 recorded and differentiated in forward mode gives Hessian-vector products); on arrays they compute
 (unprepared calls, which differentiate the values seen while recording).
 
-Products of tangents with partials are strong (0 * inf := 0, see `_elementwise.strong_multiply`) where
+Products of tangents with partials are strong (0 * inf := 0, see `prims.elementwise.strong_multiply`) where
 they may meet an infinity: on arrays, a sweep whose result holds a NaN runs again with strong products
 throughout; on traced values, the products of the nodes `Tape.guarded` names are recorded strong (the
 recorded tape is replayed at other points, where the infinities may be elsewhere).

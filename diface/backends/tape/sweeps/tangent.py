@@ -1,7 +1,7 @@
 """The forward-mode sweep: tangents of x (a batch, or one) to tangents of the output.
 
 Each node's JVP is one step writing the output's tangent into a buffer planned like the forward
-replay's (`_buffers`); view primitives make views of their input's tangent.
+replay's (`data.buffers`); view primitives make views of their input's tangent.
 
 A batch of B tangents costs a pass over B times a slot's size per step, so batched sweeps keep the
 tangents of linear combinations symbolic: a tangent is a short sum of terms `sign * coef * base[key]`,
@@ -15,7 +15,7 @@ of such chains: the recorded reverse sweep multiplies cotangents by partial deri
 into slices of the gradient, node after node; each chain then costs about one batched pass.
 
 A sweep whose result holds a NaN runs again as its strong twin, whose products (the ufuncs' steps, the
-coefficients and the terms written out) are strong: 0 * inf := 0 (see `_elementwise.strong_multiply`).
+coefficients and the terms written out) are strong: 0 * inf := 0 (see `prims.elementwise.strong_multiply`).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class Tangent:
         b = len(lead)
         x_slot = slots[tape.x]
         self.seed = np.zeros(lead + x_slot.shape, x_slot.dtype)
-        #: the seed is fixed to identity rows from `identity` on (see `_seeds`): callers must not write it
+        #: the seed is fixed to identity rows from `identity` on (see `sweeps.seeds`): callers must not write it
         self.identity = identity
         if identity is not None:
             identity_seed(self.seed, identity)

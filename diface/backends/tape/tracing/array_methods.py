@@ -11,13 +11,13 @@ __all__ = ["Operators"]
 
 
 class Operators:
-    """The arithmetic, comparison and bitwise operators of `_tracer.TapeArray` (a mixin)."""
+    """The arithmetic, comparison and bitwise operators of `tracing.tracer.TapeArray` (a mixin)."""
 
     __slots__ = ()
     __hash__ = None  # type: ignore[assignment]
 
     if TYPE_CHECKING:
-        # what the operators use of the traced array they are mixed into (`_tracer.TapeArray`); `__array__`
+        # what the operators use of the traced array they are mixed into (`tracing.tracer.TapeArray`); `__array__`
         # makes it an array-like to NumPy's ufunc signatures (at run time the ufuncs dispatch through
         # `TapeArray.__array_ufunc__`)
         def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray: ...

@@ -5,7 +5,7 @@ through `__array_function__`, Python operators and methods here. Each computes i
 appends a node. Writing into a traced array makes a new version of it (a new slot); views keep NumPy's
 semantics: a view made by basic indexing, reshape or transpose reads the current version of its base, and
 writing into the view writes into the base. Converting a traced array to a plain array or a number
-(`np.asarray`, `float`, `bool`) either raises or records a guard (see `_guards`).
+(`np.asarray`, `float`, `bool`) either raises or records a guard (see `prims.guards`).
 """
 
 from __future__ import annotations
@@ -228,12 +228,12 @@ class TapeArray(Traced, Operators):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """NumPy asks for a plain array: an object array of this value's entries when NumPy is building an
-        array from a list holding it (see `_objects`), else an error naming the call."""
+        array from a list holding it (see `prims.objects`), else an error naming the call."""
         return converted(self, dtype)
 
     # -- conversions to Python: guards ----------------------------------------------------------------
     def _take(self, kind: str, what: str, where: str | None = None, escape: bool = False) -> Any:
-        """A Python bool, float or int out of this size-1 value, recorded as a guard (see `_guards`).
+        """A Python bool, float or int out of this size-1 value, recorded as a guard (see `prims.guards`).
         `escape`: the number would carry the derivative (float() of a value that depends on x), so taking
         it is refused, unless printf-style formatting asks for it (to show it)."""
         if self.size != 1:
@@ -561,7 +561,7 @@ def constant(a: Any) -> Any:
 
 
 def refuse_inner(value: Any, tape: Tape) -> None:
-    """Refuse writing a value of a callback's sub-tape (`_callbacks`) into an array of an enclosing
+    """Refuse writing a value of a callback's sub-tape (`scipy.callbacks`) into an array of an enclosing
     recording: the array would hold a value that exists only while the callback runs."""
     if isinstance(value, Traced) and value._tape.depth > tape.depth:
         raise NotSupportedError(
