@@ -75,6 +75,9 @@ def test_the_layers_cover_the_package():
     for module in MODULES:
         layer_of(module)
     assert [p.name for p in ROOT.glob("*.py")] == ["__init__.py"]  # every module is in a layer's folder
+    folders = {p.parent for p in ROOT.rglob("*.py")} - {ROOT}
+    assert {f.name for f in folders} == {name for _, names in LAYERS for name in names}
+    assert [f.name for f in folders if not (f / "__init__.py").exists()] == []  # packages, not namespaces
 
 
 def test_no_function_level_imports_of_the_package():

@@ -1,2 +1,2 @@
-"""Layer 6 of the tape: analyses of a recording: Taylor mode (`taylor`), sparsity detection
+"""Layer 7 of the tape: analyses of a recording: Taylor mode (`taylor`), sparsity detection
 (`sparsity`) and inverse accumulation (`inverse*`)."""

@@ -1,2 +1,2 @@
-"""Layer 6 of the tape, what the core calls: per-thread replays (`replay`), first-order kernels
-(`first_order`), linearizations (`linearize`), second order, sparse Jacobians and the boundary."""
+"""Layer 7 of the tape, what the core calls: first-order kernels (`first_order`), linearizations
+(`linearize`), second order (`second_order`), sparse Jacobians (`sparse`) and the boundary (`boundary`)."""

@@ -1,2 +1,2 @@
-"""Layer 5 of the tape: recording f (`record`), running a tape on any values (`interpret`), the compiled
-forward replay and reverse sweep (`compile`), the forward-mode sweep (`tangent`) and basis seeds (`seeds`)."""
+"""Layer 6 of the tape: recording f with its contexts (`record`) and the per-thread replays of one
+recording (`replay`)."""
