@@ -44,7 +44,6 @@ import numpy as np
 from ...._kernel import Kernel, Result
 from ...._problem import Problem, size_of
 from ..data.graph import Tape
-from ..prims.contract import MATMUL
 from ..prims.elementwise import Ufunc, has_nan, quiet, strong_multiply
 from ..prims.series import NoSeries, add
 from ..recording.record import Recording, record, recording_for, take_recording
@@ -205,20 +204,13 @@ def _aligned(t: Any, ndim: int) -> Any:
 
 
 def _on_basis(step: _Step, vals: list, tape: Tape, layout: Layout, basis: tuple) -> Any:
-    """x @ c or c @ x for x a vector whose coefficients are basis vectors then zeros: c's rows (or
-    columns), then zeros."""
+    """The step's coefficients where x's are basis vectors then zeros, by the primitive's shortcut
+    (`Prim.taylor_on_basis`: matmul takes rows of its other operand), or None (the step as usual)."""
     node = step.node
-    if node.prim is not MATMUL or (tape.x == node.inputs[0]) == (tape.x == node.inputs[1]):
+    if tape.x not in node.inputs:
         return None
-    first = node.inputs[0] == tape.x
-    a, c = vals[node.inputs[0]], vals[node.inputs[1]]
-    x, m = (a, c) if first else (c, a)
-    if x.ndim != 1 or np.ndim(m) != 2:
-        return None
-    lo, hi = basis
-    out = np.zeros((layout.total, m.shape[1] if first else m.shape[0]), np.result_type(a, c))
-    out[: hi - lo] = m[lo:hi] if first else m[:, lo:hi].T
-    return out
+    ins = tuple(vals[s] for s in node.inputs)
+    return node.prim.taylor_on_basis(ins, tuple(s == tape.x for s in node.inputs), layout.total, basis)
 
 
 def _apply(step: _Step, vals: list, env: dict, layout: Layout, alg: Algebra, slots: list) -> Any:

@@ -70,6 +70,20 @@ class _Matmul(Prim):
         r = np.matmul(a, np.moveaxis(t, 0, 1).reshape(t.shape[1], -1))  # (m, n) @ (n, R p)
         return np.moveaxis(r.reshape(r.shape[0], rows, t.shape[2]), 1, 0)
 
+    def taylor_on_basis(self, ins: tuple, is_x: tuple[bool, ...], rows: int, basis: tuple[int, int]) -> Any:
+        """x @ c or c @ x for a vector x: c's rows (or columns) lo .. hi - 1, then zeros."""
+        if is_x[0] == is_x[1]:
+            return None
+        first = is_x[0]
+        a, c = ins
+        x, m = (a, c) if first else (c, a)
+        if x.ndim != 1 or np.ndim(m) != 2:
+            return None
+        lo, hi = basis
+        out = np.zeros((rows, m.shape[1] if first else m.shape[0]), np.result_type(a, c))
+        out[: hi - lo] = m[lo:hi] if first else m[:, lo:hi].T
+        return out
+
     def taylor_cross(self, ins: tuple, pair: tuple[int, int], a: Any, b: Any, params: dict, collapsed: bool) -> Any:
         r = _batched_matmul(a, b, len(shape_of(ins[0])), len(shape_of(ins[1])))
         return np.sum(r, axis=0, keepdims=True) if collapsed else r

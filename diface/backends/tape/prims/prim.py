@@ -244,6 +244,12 @@ class Prim:
         product (multiply)."""
         return None
 
+    def taylor_on_basis(self, ins: tuple, is_x: tuple[bool, ...], rows: int, basis: tuple[int, int]) -> Any:
+        """The coefficients `(rows, *shape)` of a node reading x (`is_x`: which inputs are x) where x's
+        coefficients are the basis vectors e_lo .. e_{hi-1} (`basis`) then zero rows (the exact
+        Laplacian's pass), computed without the products, or None (the step as usual)."""
+        return None
+
     def saves(self, active: tuple[int, ...], params: dict) -> tuple[Any, bool]:
         """What the JVP and VJP rules for the `active` inputs read: (input positions, whether the output
         is read). Shapes and dtypes do not count, values do. A prepared replay keeps those values for
