@@ -120,3 +120,11 @@ def test_the_checks_see_imports():
     assert "data.graph" in imports("tracing.tracer")[0]
     assert "recording.replay" in imports("kernels.first_order")[0]
     assert {"numpy.arrange", "scipy.odes"} <= imports("numpy.protocols")[0]
+
+
+def test_the_package_docstring_names_every_module_and_folder():
+    doc = package.__doc__ or ""
+    named = {m: (f"`{m.rsplit('.', 1)[1]}`", f"`{m.rsplit('.', 1)[1]}.", f"`{m}`") for m in MODULES if "." in m}
+    missing = [m for m, forms in named.items() if not any(form in doc for form in forms)]
+    missing += [f for _, folders in LAYERS for f in folders if f"`{f}/`" not in doc]
+    assert missing == [], missing
