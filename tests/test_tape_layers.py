@@ -128,3 +128,18 @@ def test_the_package_docstring_names_every_module_and_folder():
     missing = [m for m, forms in named.items() if not any(form in doc for form in forms)]
     missing += [f for _, folders in LAYERS for f in folders if f"`{f}/`" not in doc]
     assert missing == [], missing
+
+
+def test_recording_imports_every_handler():
+    """NumPy's and SciPy's handlers register when imported: recording f imports them all (through
+    `numpy.protocols`), or a function would be refused for want of its module."""
+    graph = {name: imports(name)[0] for name in MODULES}
+    seen: set[str] = set()
+    todo = ["recording.record"]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(graph[name])
+    handlers = {m for m in MODULES if m.split(".")[0] in ("numpy", "scipy") and "." in m}
+    assert sorted(handlers - seen) == []

@@ -37,6 +37,7 @@ from ..scipy import (  # noqa: F401
     stats,
     tables,
 )
+from ..scipy import linalg as scipy_linalg  # noqa: F401
 from ..tracing.tracer import TapeArray, guard_masks, holds_traced, operand, refuse_inner
 from . import (  # noqa: F401
     arrange,
