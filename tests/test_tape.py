@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import diface as di
-from diface.backends._tape import TapeArray, record
+from diface.backends.tape.recording.record import record
+from diface.backends.tape.tracing.tracer import TapeArray
 from diface.testing import default_scenarios, engines, structural_scenarios, test_differentiation
 
 TAPE = di.AutoTape()

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import diface as di
-from diface.backends._tape import _second_order
-from diface.backends._tape._linearize import ReplayLinearization
+from diface.backends.tape.kernels import second_order as _second_order
+from diface.backends.tape.kernels.linearize import ReplayLinearization
 
 TAPE = di.AutoTape()
 RNG = np.random.default_rng(3)

@@ -278,7 +278,7 @@ def test_operations_without_a_complex_rule_are_refused(g):
 def test_a_complex_output_is_prepared_as_pairs():
     """A recording of complex output signals the call path, which prepares the real problem of pairs."""
     from diface._problem import ComplexOutput
-    from diface.backends._tape import record
+    from diface.backends.tape.recording.record import record
 
     with pytest.raises(ComplexOutput, match="complex"):
         record(lambda x: x * 1j, np.ones(2), (), (), None)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import diface as di
-from diface.backends._tape import TapeArray
-from diface.backends._tape._prim import Prim
+from diface.backends.tape.prims.prim import Prim
+from diface.backends.tape.tracing.tracer import TapeArray
 
 TAPE = di.AutoTape()
 HERE = os.path.basename(__file__)

@@ -15,7 +15,7 @@ import pytest
 import diface as di
 from diface._arrays import NUMPY
 from diface._problem import Problem
-from diface.backends._tape._inverse_plan import MAX_DENSE
+from diface.backends.tape.analysis.inverse_plan import MAX_DENSE
 
 RNG = np.random.default_rng(7)
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import diface as di
-from diface.backends._tape._elementwise import STRONG_MULTIPLY, has_nan, strong_multiply
-from diface.backends._tape._record import record
+from diface.backends.tape.prims.elementwise import STRONG_MULTIPLY, has_nan, strong_multiply
+from diface.backends.tape.recording.record import record
 
 X0 = np.array([-1.0, 4.5, 0.5, -2.0, 9.0])
 X1 = np.array([2.0, -3.0, 0.25, 1.0, -0.5])

@@ -417,8 +417,8 @@ def test_taylor_coefficients_through_where_and_boolean_indices():
 
 
 def test_sparsity_patterns_of_the_new_recordings():
-    from diface.backends._tape import record
-    from diface.backends._tape._sparsity import recording_sparsity
+    from diface.backends.tape.analysis.sparsity import recording_sparsity
+    from diface.backends.tape.recording.record import record
 
     functions = {
         "where=": (_safe_reciprocal, np.eye(5, dtype=bool)),

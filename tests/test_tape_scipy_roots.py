@@ -1,4 +1,4 @@
-"""SciPy's root finders and minimizers inside f on AutoTape (implicit differentiation, `_scipy_roots`).
+"""SciPy's root finders and minimizers inside f on AutoTape (implicit differentiation, `scipy.roots`).
 
 The equation is the cubic y^3 + a y - b = 0 in y for p = (a, b) (for the minimizers, the stationarity
 condition of y^4/4 + a y^2/2 - b y, whose gradient it is). The references are exact, never finite

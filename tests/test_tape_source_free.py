@@ -23,7 +23,7 @@ import pytest
 import tape_source_cases as cases
 
 import diface as di
-import diface.backends._tape as tape_package
+import diface.backends.tape as tape_package
 import diface.testing._scenarios as scenarios_module
 
 pytest.importorskip("scipy")
@@ -326,14 +326,14 @@ def test_autograd_numpy_builders_are_sparsity_traced_from_a_string_as_from_a_fil
 
 # -- nothing in the tape reads source text to decide ------------------------------------------------------------
 def test_the_tape_parses_no_source():
-    """Only `_sites` reads source lines, for messages (`Site.source`, `describe`); no module parses code."""
+    """Only `data.sites` reads source lines, for messages (`Site.source`, `describe`); no module parses code."""
     package = pathlib.Path(tape_package.__file__).parent
-    for path in sorted(package.glob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         text = path.read_text()
         assert not re.search(r"^\s*import ast|^\s*from ast |inspect\.getsource|inspect\.getsourcelines", text, re.M), (
             path.name
         )
-        if path.name != "_sites.py":
+        if path != package / "data" / "sites.py":
             assert "linecache" not in text and "getline" not in text, path.name
-    sites = (package / "_sites.py").read_text()
+    sites = (package / "data" / "sites.py").read_text()
     assert sites.count("_source(") == 2  # its definition and Site's description of the call

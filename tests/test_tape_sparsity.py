@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import diface as di
-from diface.backends._tape import record
-from diface.backends._tape._sparsity import recording_sparsity
+from diface.backends.tape.analysis.sparsity import recording_sparsity
+from diface.backends.tape.recording.record import record
 
 anp = pytest.importorskip("autograd.numpy")
 
@@ -222,7 +222,7 @@ def test_autograd_numpy_copying_its_input_is_traced():
 
 
 def test_a_primitive_without_a_rule_is_named():
-    from diface.backends._tape._prim import Prim
+    from diface.backends.tape.prims.prim import Prim
 
     class Twice(Prim):
         name = "twice"

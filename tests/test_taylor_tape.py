@@ -1,4 +1,4 @@
-"""AutoTape's Taylor mode (`diface.backends._tape._taylor`): coefficients against analytic series,
+"""AutoTape's Taylor mode (`diface.backends.tape.analysis.taylor`): coefficients against analytic series,
 against pushforwards and Hessian-vector products, the collapsed Laplacian against the Hessian's trace,
 and the fallback to the core's derivation where the recording holds an operation without a rule."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import diface as di
-from diface.backends._tape import _taylor
+from diface.backends.tape.analysis import taylor as _taylor
 
 TAPE = di.AutoTape()
 X0 = np.array([0.3, 0.8, 1.4])  # preparation point

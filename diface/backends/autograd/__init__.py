@@ -125,8 +125,8 @@ class AutoAutograd(Backend):
     def detect_sparsity(self, problem: Problem, order: int) -> Any:
         """The global pattern from AutoTape's tracer (`TracerSparsityDetector`): autograd.numpy's functions
         call NumPy's on arrays that are not autograd boxes, so f records on a traced x; the recording
-        runs on index sets (see `diface.backends._tape._sparsity`)."""
-        from .._tape._sparsity import tape_sparsity
+        runs on index sets (see `diface.backends.tape.analysis.sparsity`)."""
+        from ..tape.analysis.sparsity import tape_sparsity
 
         return tape_sparsity(problem, order)
 

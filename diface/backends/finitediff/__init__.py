@@ -223,8 +223,8 @@ class AutoFiniteDiff(Backend):
 
     def detect_sparsity(self, problem: Problem, order: int) -> Any:
         """The global pattern of NumPy code from AutoTape's tracer (`TracerSparsityDetector`): f recorded
-        once on a traced x and run on index sets (see `diface.backends._tape._sparsity`)."""
-        from .._tape._sparsity import tape_sparsity
+        once on a traced x and run on index sets (see `diface.backends.tape.analysis.sparsity`)."""
+        from ..tape.analysis.sparsity import tape_sparsity
 
         return tape_sparsity(problem, order)
 

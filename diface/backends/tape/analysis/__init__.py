@@ -1,0 +1,2 @@
+"""Layer 7 of the tape: analyses of a recording: Taylor mode (`taylor`), sparsity detection
+(`sparsity`) and inverse accumulation (`inverse*`)."""
