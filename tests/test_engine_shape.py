@@ -51,7 +51,8 @@ JOBS = {
 #: public modules kept for import paths users and the docs name, each `_namespace`'s contents (the
 #: engine registers its namespace under that name, as before)
 ALIASES = {"mlx": {"numpy"}, "pytensor": {"xp"}}
-#: engines whose package is shaped by another part of the work (issue 32, item 4: the tape's layers)
+#: engines whose package holds folders, one per layer, checked by their own test (the tape's seven
+#: layers: tests/test_tape_layers.py)
 SHAPED_APART = {"tape"}
 
 
@@ -77,7 +78,9 @@ def test_every_engine_is_a_package_of_modules_named_by_job(name):
 
 
 def test_nothing_else_in_backends():
-    """Each entry of `diface/backends/` is an engine's package (or the tape's, shaped apart)."""
-    apart = {f for name in SHAPED_APART for f in (f"{name}.py", f"_{name}")}
+    """Each entry of `diface/backends/` is an engine's package, its class its `__init__`'s."""
     entries = {p.name for p in BACKENDS.iterdir() if p.name not in ("__pycache__", "__init__.py")}
-    assert entries - apart == set(_engines())
+    assert entries == set(engines())
+    for name in SHAPED_APART:
+        assert (BACKENDS / name / "__init__.py").is_file()
+        assert engines()[name].backend.__module__ == f"diface.backends.{name}"

@@ -1,5 +1,5 @@
-"""Backends, one package each (`diface/backends/<name>/`, shaped alike: docs/add-a-backend.md; the tape's is
-`tape.py` with `_tape/`). Importing this package imports no framework."""
+"""Backends, one package each (`diface/backends/<name>/`, shaped alike: docs/add-a-backend.md; the tape's
+package has a folder per layer: docs/backends/tape.md). Importing this package imports no framework."""
 
 from .autograd import AutoAutograd
 from .finitediff import AutoFiniteDiff
