@@ -207,6 +207,30 @@ class Prep:
 
         return direct
 
+    def _direct_tangent_route(self) -> Callable[[Any, Any, tuple], Any] | None:
+        """`(x, one tangent, ()) -> result` around the kernel's `direct_tangent` program, as the user gets the
+        result, for a plain call with one tangent and nothing else; None where the call needs the kernel's
+        `run` (no such program, a batch of tangents, a series operator, a tree or an auxiliary output)."""
+        program = self.kernel.direct_tangent
+        if program is None or self.batch is not None or self.op.series or self.codec is not None or self.has_aux:
+            return None
+        ops, to_user, scalar = self.ops, self.to_user, self.delivery.scalar
+        if not to_user and not scalar:
+            return program
+        convert = to_user and not self._takes_numpy
+        name, label = self.op.name, self.op.tangent or ""
+
+        def direct_tangent(x: Any, t: Any, cv: tuple) -> Any:
+            if convert:
+                x = native_x(ops, x)
+                t = native_tangent(ops, t, x, None, name, label)
+            d = program(x, t, cv)
+            if to_user:
+                d = ops.to_numpy(d)
+            return d[()] if scalar else d
+
+        return direct_tangent
+
     # -- checking -------------------------------------------------------------------------------------
     def check(self, x: Any, extra: Any, contexts: tuple, y: Any, f: Any = None, backend: Any = None) -> None:
         """Raise `PreparationMismatchError` unless the call matches this preparation."""
@@ -279,6 +303,15 @@ class Prep:
         tangent_type, tangent_matches = self._tangent_type, guard.tangent_matches
         if tangent_type is None:
             return general
+        direct_tangent = None if full else self._direct_tangent_route()
+        if direct_tangent is not None:
+
+            def quick_direct_tangent(x: Any, extra: Any, check: bool) -> Any:
+                if type(extra) is tangent_type and (not (check and strict) or tangent_matches(x, extra)):
+                    return direct_tangent(x, extra, ())
+                return general(x, extra, check)
+
+            return quick_direct_tangent
         convert = self.to_user and not self._takes_numpy
         name, label = self.op.name, self.op.tangent or ""
 

@@ -141,11 +141,29 @@ class AutoTorch(Backend):
         return reverse_linearizer(problem) if mode == "reverse" else forward_linearizer(problem)
 
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
-        build = lambda p, ts: linearized_products(forward_linearizer(p, len(ts)), p, True)
+        def build(p: Problem, ts: tuple) -> Kernel:
+            linearizer = forward_linearizer(p, len(ts))
+            kernel = linearized_products(linearizer, p, True)
+            if len(ts) > 1:
+                return kernel
+            # one tangent: one dual pass, nothing around it
+            return kernel.replace(direct_tangent=lambda x, v, cv: linearizer(x, cv, None).one(v))
+
         return prepared(build, problem, tangents)
 
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
-        build = lambda p, ts: linearized_products(reverse_linearizer(p, len(ts)), p, False)
+        def build(p: Problem, us: tuple) -> Kernel:
+            linearizer = reverse_linearizer(p, len(us))
+            kernel = linearized_products(linearizer, p, False)
+            if len(us) > 1:
+                return kernel
+
+            def one(x: Any, u: Any, cv: tuple) -> Any:  # one cotangent: one backward pass, nothing around it
+                lin = linearizer(x, cv, None)
+                return lin.final(u if u.dtype == lin.out.dtype else u.to(lin.out.dtype))
+
+            return kernel.replace(direct_tangent=one)
+
         return prepared(build, problem, cotangents, "a cotangent")
 
     def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
