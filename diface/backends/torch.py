@@ -41,8 +41,9 @@ result requires grad.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -59,7 +60,14 @@ from .._linearization import Linearizer
 from .._problem import Problem, check_output, dtype_of, shape_of
 from ._torch.function import Function
 from ._torch.inputs import META, fitted, prepared, private, usable
-from ._torch.linearize import forward_linearizer, gradient_kernel, reverse_linearizer, traced_linearizer
+from ._torch.linearize import (
+    DualLinearization,
+    GraphLinearization,
+    forward_linearizer,
+    gradient_kernel,
+    reverse_linearizer,
+    traced_linearizer,
+)
 from ._torch.modes import forward_ad_lock, outside_inference_mode, torch
 from ._torch.ops import TorchOps
 from ._torch.second_order import plan_for
@@ -142,7 +150,7 @@ class AutoTorch(Backend):
 
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
         def build(p: Problem, ts: tuple) -> Kernel:
-            linearizer = forward_linearizer(p, len(ts))
+            linearizer = cast(Callable[..., DualLinearization], forward_linearizer(p, len(ts)))
             kernel = linearized_products(linearizer, p, True)
             if len(ts) > 1:
                 return kernel
@@ -153,7 +161,7 @@ class AutoTorch(Backend):
 
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
         def build(p: Problem, us: tuple) -> Kernel:
-            linearizer = reverse_linearizer(p, len(us))
+            linearizer = cast(Callable[..., GraphLinearization], reverse_linearizer(p, len(us)))
             kernel = linearized_products(linearizer, p, False)
             if len(us) > 1:
                 return kernel
