@@ -67,10 +67,12 @@ class Kernel:
             are, converting them themselves on the way in (a compiled program does, fast).
         direct: the plain operator's result from `(x, context_values)` alone, nothing around it (a
             compiled program): the call path's shortest route, for calls without tangents, `out=` or `y=`.
-        direct_tangent: the plain operator's result from `(x, one tangent, context_values)` alone,
-            nothing around it (a compiled program): for the operators that take tangents (pushforward,
-            pullback, hvp), the shortest route of a call with one tangent and no `out=` or `y=`; it
-            takes NumPy arrays where `accepts_numpy` says `direct` does.
+        direct_tangent: the plain operator's result from `(x, one tangent, context_values)` alone, nothing
+            around it (a compiled program): for the operators that take tangents (pushforward, pullback,
+            hvp), the call path's shortest route for a call with one tangent and no `out=` or `y=`; it
+            takes NumPy arrays where `accepts_numpy` says `direct` does. The result is what the user gets
+            for that one tangent (of the result dtype, not in a tuple). A wrapper that changes a kernel's
+            results sets it to None, as it does `direct`.
         copy: makes an independent kernel that shares what is immutable (a recording, a compiled
             program); None: the call path prepares again.
         method: how an inverse product solves ("accumulate", "dense" or "krylov").

@@ -111,7 +111,7 @@ def _arrays(p: Prepared, full: bool, general: Call) -> Plan:
     if not full and usable and not settings.same_point:
         if op.tangent is None and kernel.direct is not None:
             program, route_run = kernel.direct, "kernel.direct"
-        elif op.tangent is not None and not batched and kernel.direct_tangent is not None:
+        elif op.tangent is not None and not batched and not op.series and kernel.direct_tangent is not None:
             program, route_run = kernel.direct_tangent, "kernel.direct_tangent"
     has_contexts = bool(guard.context_kinds)
     convert = "NumPy -> native" if numpy_in else "identity"

@@ -45,7 +45,8 @@ def serialized(prepare: Callable) -> Callable:
             kernel = prepare(self, *args)
         if isinstance(kernel.run, _Serialized):  # from another serialized method
             return kernel
-        return kernel.replace(run=_Serialized(kernel.run))
+        # a direct program would run outside the lock
+        return kernel.replace(run=_Serialized(kernel.run), direct=None, direct_tangent=None)
 
     return serialized_prepare
 

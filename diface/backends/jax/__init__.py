@@ -143,7 +143,7 @@ class AutoJAX(Backend):
 
             return run
 
-        return self._kernel(problem, pushforward, tangents)
+        return make_kernel(problem, pushforward, tangents, self._jits(problem), per_tangent=True)
 
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
         f = problem.f
@@ -155,7 +155,7 @@ class AutoJAX(Backend):
 
             return run
 
-        return self._kernel(problem, pullback, cotangents)
+        return make_kernel(problem, pullback, cotangents, self._jits(problem), per_tangent=True)
 
     def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:
         import jax

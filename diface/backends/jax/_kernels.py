@@ -26,19 +26,27 @@ __all__ = [
     "make_kernel",
     "one_program_kernel",
     "direct_kernel",
+    "direct_tangent_kernel",
     "result_dtype",
 ]
 
 
-def make_kernel(problem: Problem, program: Callable[[bool], Callable], extra: Any, jit: bool) -> Kernel:
+def make_kernel(
+    problem: Problem, program: Callable[[bool], Callable], extra: Any, jit: bool, per_tangent: bool = False
+) -> Kernel:
     """The kernel running `program(full)(x, extra, cv) -> Result`: two programs (plain and full variant),
-    compiled now when `jit` (never for a single-use preparation)."""
+    compiled now when `jit` (never for a single-use preparation). `per_tangent`: the operator returns
+    one result per tangent (pushforward, pullback, hvp), so that with one tangent the plain variant is
+    compiled as the kernel's `direct_tangent`."""
     jit = jit and not problem.single_use
     dtype = result_dtype(problem)
     full = compiled(casting(program(True), dtype), problem, extra, jit)
     plain_run = casting(program(False), dtype)
-    if jit and extra is None and all(is_traceable(v) for v in problem.context_values):
-        return direct_kernel(plain_run, full, problem, dtype)
+    if jit and all(is_traceable(v) for v in problem.context_values):
+        if extra is None:
+            return direct_kernel(plain_run, full, problem, dtype)
+        if per_tangent and len(extra) == 1:
+            return direct_tangent_kernel(plain_run, full, problem, extra[0], dtype)
     plain = compiled(plain_run, problem, extra, jit)
 
     def run(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> Result:
@@ -154,6 +162,21 @@ def direct_kernel(plain: Callable, full: Callable, problem: Problem, dtype: Any)
 
     # the prepared plain call: one compiled dispatch, nothing around it
     return Kernel(run, result_dtype=dtype, accepts_numpy=True, direct=program, traceable=True)
+
+
+def direct_tangent_kernel(plain: Callable, full: Callable, problem: Problem, tangent: Any, dtype: Any) -> Kernel:
+    """The hot path of an operator with one tangent (pushforward, pullback, hvp): the plain variant
+    compiled as a function of `x`, the tangent and the context values returning the one result alone,
+    the fewest arguments and outputs for JAX's dispatch to handle (the kernel's `direct_tangent`)."""
+    import jax
+
+    program = jax.jit(lambda x, t, cv: plain(x, (t,), cv).result[0])
+    program.lower(problem.x, tangent, problem.context_values).compile()
+
+    def run(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> Result:
+        return full(x, extra, cv) if full_variant else Result(result=(program(x, extra[0], cv),))
+
+    return Kernel(run, result_dtype=dtype, accepts_numpy=True, direct_tangent=program, traceable=True)
 
 
 def linear_kernel(problem: Problem, values: Result, linear: Any, apply: Callable, extra: tuple, jit: bool) -> Kernel:

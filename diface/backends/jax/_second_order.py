@@ -50,7 +50,7 @@ class JaxNest(SecondOrderPlan):
 
             return run
 
-        return make_kernel(self.problem, hvp, tangents, self.jit)
+        return make_kernel(self.problem, hvp, tangents, self.jit, per_tangent=True)
 
     def hvp_same_point(self, tangents: tuple) -> Kernel:
         """Hessian-vector products at one point: the gradient linearized (forward outside) or its `vjp`

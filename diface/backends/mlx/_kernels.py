@@ -298,4 +298,4 @@ def forward_or_reverse(build: Callable[[str], Kernel], mode: str) -> Kernel:
 
     if primary.direct is not None:  # compiled and traced at preparation: it has every rule it needs
         return primary
-    return primary.replace(run=run)
+    return primary.replace(run=run, direct_tangent=None)  # every call may need the fallback

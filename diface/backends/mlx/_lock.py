@@ -92,7 +92,7 @@ class _Locked:
 
 
 def locked(kernel: Kernel) -> Kernel:
-    """`kernel` whose run (and direct program) run on the MLX thread holding `MLX_LOCK` and return
+    """`kernel` whose run (and direct programs) run on the MLX thread holding `MLX_LOCK` and return
     evaluated arrays."""
     if isinstance(kernel.run, _Locked):
         return kernel
@@ -110,4 +110,18 @@ def locked(kernel: Kernel) -> Kernel:
         def direct(x: Any, cv: tuple) -> Any:
             return on_mlx_thread(evaluated_direct, x, cv)
 
-    return kernel.replace(run=_Locked(kernel.run), direct=direct)
+    direct_tangent = kernel.direct_tangent
+    if direct_tangent is not None:
+        import mlx.core as mx
+
+        one = direct_tangent
+
+        def evaluated_one(x: Any, t: Any, cv: tuple) -> Any:
+            r = one(x, t, cv)
+            mx.eval(r)
+            return r
+
+        def direct_tangent(x: Any, t: Any, cv: tuple) -> Any:
+            return on_mlx_thread(evaluated_one, x, t, cv)
+
+    return kernel.replace(run=_Locked(kernel.run), direct=direct, direct_tangent=direct_tangent)

@@ -131,20 +131,24 @@ def graph_kernel(
         r = outs[-1]
         return Result(outs[0], outs[1] if has_lower else None, tuple(r) if batch is not None else r)
 
+    direct_tangent = None
     if batch == 1 and not cv0 and isinstance(plain0, Program) and tangents is not None:
-        run = _one_tangent(plain0, run, x, np.asarray(tangent_like if tangent_like is not None else tangents[0]))
+        run, direct_tangent = _one_tangent(
+            plain0, run, x, np.asarray(tangent_like if tangent_like is not None else tangents[0])
+        )
     direct = None
     if batch is None:
         if not cv0:  # the hot path: one compiled call
             direct = _direct_call(plain0, x) if isinstance(plain0, Program) else (lambda x, cv: plain0(x)[0])
         else:
             direct = lambda x, cv: _direct(pick, x, cv)
-    return Kernel(run, result_dtype=np.dtype(dtype), accepts_numpy=True, direct=direct)
+    return Kernel(run, result_dtype=np.dtype(dtype), accepts_numpy=True, direct=direct, direct_tangent=direct_tangent)
 
 
-def _one_tangent(program: Program, general: Callable, x_like: Any, t_like: Any) -> Callable:
+def _one_tangent(program: Program, general: Callable, x_like: Any, t_like: Any) -> tuple[Callable, Callable]:
     """The plain call with one tangent and no contexts (an optimizer's Hessian-vector product): the
-    compiled function under its lock, nothing between (`_trusting`); the full variant as `general`."""
+    compiled function under its lock, nothing between (`_trusting`); the full variant as `general`.
+    Returns the kernel's `run` and its `direct_tangent` (the one tangent's result alone)."""
     call = _trusting(program, (x_like, t_like))
 
     def run(x: Any, tangents: Any, cv: tuple, y: Any, full: bool) -> Result:
@@ -153,7 +157,10 @@ def _one_tangent(program: Program, general: Callable, x_like: Any, t_like: Any) 
         r = call(x, tangents[0])[0]
         return Result(result=(r[0],))
 
-    return run
+    def one(x: Any, t: Any, cv: tuple) -> Any:
+        return call(x, t)[0][0]
+
+    return run, one
 
 
 def _direct_call(program: Any, x_like: Any) -> Callable[[Any, tuple], Any]:

@@ -61,7 +61,7 @@ def taylor_kernel(problem: Problem, tangents: tuple, order: int) -> Kernel:
         r = stacked(x, tangents, cv, y, full)
         return Result(r.value, None, tuple(tuple(block) for block in r.result))
 
-    return kernel.replace(run=run)
+    return kernel.replace(run=run, direct_tangent=None)  # the series of a tangent is a tuple of blocks
 
 
 def laplacian_kernel(problem: Problem) -> Kernel:

@@ -137,7 +137,7 @@ class AutoTensorFlow(Backend):
 
             return run
 
-        return make_kernel(problem, program, extra, self._traces(problem))
+        return make_kernel(problem, program, extra, self._traces(problem), per_tangent=True)
 
     def prepare_jacobian(self, problem: Problem) -> Kernel:
         # "auto": the mode with fewer products, without tracing and timing both (tracing costs a tenth of a

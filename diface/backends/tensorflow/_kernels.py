@@ -167,18 +167,25 @@ class _Functions:
         return lambda x, extra, cv: function(x, *extra, *cv)
 
 
-def make_kernel(problem: Problem, program: Callable[[bool], Callable], extra: Any, jit: bool) -> Kernel:
+def make_kernel(
+    problem: Problem, program: Callable[[bool], Callable], extra: Any, jit: bool, per_tangent: bool = False
+) -> Kernel:
     """The kernel running `program(full)(x, extra, cv) -> Result`: two programs (plain and full variant),
     traced now when `jit` (never for a single-use preparation). Without tangents and static contexts, the
-    plain variant is also the kernel's `direct` path: one `tf.function` dispatch returning the result. The
-    full variant is traced on its first call: many preparations never make one (tracing costs 0.1-0.2 s)."""
+    plain variant is also the kernel's `direct` path: one `tf.function` dispatch returning the result;
+    `per_tangent` (the operator returns one result per tangent: pushforward, pullback, hvp) with one
+    tangent, its `direct_tangent` alike. The full variant is traced on its first call: many preparations
+    never make one (tracing costs 0.1-0.2 s)."""
     jit = jit and not problem.single_use
     dtype = result_dtype(problem)
     full = compiled(casting(program(True), dtype), problem, extra, jit, now=False)
     plain_run = casting(program(False), dtype)
     cv = problem.context_values
-    if jit and extra is None and all(is_traced(v) for v in cv):
-        return _direct_kernel(plain_run, full, problem, dtype)
+    if jit and all(is_traced(v) for v in cv):
+        if extra is None:
+            return _direct_kernel(plain_run, full, problem, dtype)
+        if per_tangent and len(extra) == 1:
+            return _direct_tangent_kernel(plain_run, full, problem, extra[0], dtype)
     plain = compiled(plain_run, problem, extra, jit)
 
     def run(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> Result:
@@ -214,6 +221,32 @@ def _direct_kernel(plain: Callable, full: Callable, problem: Problem, dtype: Any
         return full(x, extra, cv) if full_variant else Result(result=direct(x, cv))
 
     return Kernel(run, result_dtype=dtype, accepts_numpy=True, direct=direct)
+
+
+def _direct_tangent_kernel(plain: Callable, full: Callable, problem: Problem, tangent: Any, dtype: Any) -> Kernel:
+    """The hot path of an operator with one tangent (pushforward, pullback, hvp): the plain variant as one
+    `tf.function` of `x`, the tangent and the context values (flat positional tensors) returning the one
+    result alone (the kernel's `direct_tangent`)."""
+    tf_ = tf()
+    x_dtype = tf_.as_dtype(problem.x_dtype)
+    cv = problem.context_values
+    signature = [tf_.TensorSpec(problem.x_shape, x_dtype), spec_of(tangent), *(spec_of(v, x_dtype) for v in cv)]
+    program = tf_.function(
+        lambda x, t, *cv: plain(x, (t,), cv).result[0],
+        input_signature=signature,
+        jit_compile=JIT_COMPILE,
+        autograph=AUTOGRAPH,
+    )
+    program.get_concrete_function()
+    if cv:
+        one = lambda x, t, cv: program(x, t, *cv)
+    else:
+        one = lambda x, t, cv: program(x, t)
+
+    def run(x: Any, extra: Any, cv: tuple, y: Any, full_variant: bool) -> Result:
+        return full(x, extra, cv) if full_variant else Result(result=(one(x, extra[0], cv),))
+
+    return Kernel(run, result_dtype=dtype, accepts_numpy=True, direct_tangent=one)
 
 
 def _require_hashable(value: Any, index: int) -> None:

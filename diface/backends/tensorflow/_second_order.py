@@ -48,7 +48,7 @@ class TensorFlowNest(SecondOrderPlan):
 
             return run
 
-        return make_kernel(self.problem, hvp, tangents, self.jit)
+        return make_kernel(self.problem, hvp, tangents, self.jit, per_tangent=True)
 
     def hvp_same_point(self, tangents: tuple) -> Kernel:
         return self.hvp(tangents)

@@ -49,8 +49,9 @@ interpreted on index sets), `_boundary` (torch outside `DifferentiateWith`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -66,7 +67,14 @@ from ..._kernel import Kernel
 from ..._linearization import Linearizer
 from ..._problem import Problem, check_output, dtype_of, shape_of
 from ._inputs import META, fitted, prepared, private, usable
-from ._linearize import forward_linearizer, gradient_kernel, reverse_linearizer, traced_linearizer
+from ._linearize import (
+    DualLinearization,
+    GraphLinearization,
+    forward_linearizer,
+    gradient_kernel,
+    reverse_linearizer,
+    traced_linearizer,
+)
 from ._modes import forward_ad_lock, outside_inference_mode, torch
 from ._ops import TorchOps
 from ._second_order import plan_for
@@ -149,11 +157,29 @@ class AutoTorch(Backend):
         return reverse_linearizer(problem) if mode == "reverse" else forward_linearizer(problem)
 
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
-        build = lambda p, ts: linearized_products(forward_linearizer(p, len(ts)), p, True)
+        def build(p: Problem, ts: tuple) -> Kernel:
+            linearizer = cast(Callable[..., DualLinearization], forward_linearizer(p, len(ts)))
+            kernel = linearized_products(linearizer, p, True)
+            if len(ts) > 1:
+                return kernel
+            # one tangent: one dual pass, nothing around it
+            return kernel.replace(direct_tangent=lambda x, v, cv: linearizer(x, cv, None).one(v))
+
         return prepared(build, problem, tangents)
 
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
-        build = lambda p, ts: linearized_products(reverse_linearizer(p, len(ts)), p, False)
+        def build(p: Problem, us: tuple) -> Kernel:
+            linearizer = cast(Callable[..., GraphLinearization], reverse_linearizer(p, len(us)))
+            kernel = linearized_products(linearizer, p, False)
+            if len(us) > 1:
+                return kernel
+
+            def one(x: Any, u: Any, cv: tuple) -> Any:  # one cotangent: one backward pass, nothing around it
+                lin = linearizer(x, cv, None)
+                return lin.final(u if u.dtype == lin.out.dtype else u.to(lin.out.dtype))
+
+            return kernel.replace(direct_tangent=one)
+
         return prepared(build, problem, cotangents, "a cotangent")
 
     def prepare_pushforward_same_point(self, problem: Problem, tangents: tuple) -> Kernel:

@@ -170,7 +170,8 @@ def guarded(kernel: Kernel, problem: Problem, label: str, direct: bool = False) 
     torch), NumPy contexts as tensors, after checking y: every argument is checked before anything runs.
     The usual tensor (contiguous, on the kernel's device, not an inference tensor) is told apart by three
     attribute reads. With `direct`, the kernel also offers the core its plain call on x and the context
-    values alone, whose result it casts to the result dtype."""
+    values alone, whose result it casts to the result dtype; `kernel`'s `direct_tangent` (its one
+    tangent's result, unguarded) is guarded and cast alike."""
     t = torch()
     device = problem.x.device
     inference_mode, no_inference_mode = t.is_inference_mode_enabled, t.inference_mode
@@ -205,13 +206,42 @@ def guarded(kernel: Kernel, problem: Problem, label: str, direct: bool = False) 
             check_writable(y, "y")
         return run(x, extra, cv, y, full)
 
+    dtype = problem.ops.result_type(problem.x_dtype, problem.y_spec[1])
     plain = None
     if direct:
-        dtype = problem.ops.result_type(problem.x_dtype, problem.y_spec[1])
 
         def plain(x: Any, cv: tuple) -> Any:
             d = guarded_kernel(x, None, cv, None, False).result
             return d if d.dtype == dtype else d.to(dtype)
 
+    one = kernel.direct_tangent
+    one_tangent = None
+    if one is not None:
+
+        def one_tangent(x: Any, v: Any, cv: tuple) -> Any:
+            """The one tangent's result, x and v guarded as `guarded_kernel` does, cast to the result dtype."""
+            if inference_mode():
+                with no_inference_mode(False):
+                    return one_tangent(x, v, cv)
+            if type(x) is ndarray:
+                x = from_numpy(x)
+            if not x.is_contiguous() or x.is_inference() or not (x.is_cpu if cpu else on_device(x)):
+                x = usable(x, device, "x")
+            if type(v) is ndarray:
+                v = from_numpy(v)
+            if (
+                type(v) is not Tensor
+                or not v.is_contiguous()
+                or v.is_inference()
+                or not (v.is_cpu if cpu else on_device(v))
+            ):
+                v = usable(v, device, label)
+            if cv:
+                cv = tuple(from_numpy(c) if isinstance(c, ndarray) else tensors_within(c) for c in cv)
+            d = one(x, v, cv)
+            return d if d.dtype == dtype else d.to(dtype)
+
     # NumPy arrays are shared with torch here, for about a microsecond
-    return Kernel(guarded_kernel, result_dtype=kernel.result_dtype, accepts_numpy=True, direct=plain)
+    return Kernel(
+        guarded_kernel, result_dtype=kernel.result_dtype, accepts_numpy=True, direct=plain, direct_tangent=one_tangent
+    )

@@ -96,7 +96,10 @@ class TorchPlan(SecondOrderPlan):
             products = (lin.final(tangents[0]),) if len(tangents) == 1 else self._products(lin, tangents)
             return Result(lower=lin.value if full else None, result=products)
 
-        return self.guard(Kernel(hvp))
+        def one(x: Any, v: Any, cv: tuple) -> Any:  # the plain call with one tangent, nothing around it
+            return self.linearize(x, cv).final(v)
+
+        return self.guard(Kernel(hvp, direct_tangent=one if len(tangents) == 1 else None))
 
     def hvp_same_point(self, tangents: tuple) -> Kernel:
         """The core's, on copies of x and the contexts: the graph kept across calls must not see what the
