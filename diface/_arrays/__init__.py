@@ -5,6 +5,10 @@ subclass with `register_array_ops(framework, cls)` from its backend file, and th
 instantiated (and only asked about an array) once `framework` is already in `sys.modules` — as in
 einops, an array can only come from a framework that is already imported. Objects implementing the
 Python array API standard (`__array_namespace__`) get a generic namespace.
+
+Modules: `_base` (`ArrayOps`, the operations every library provides), `_numpy` (NumPy's, built in),
+`_array_api` (the generic one, for any array-API namespace), `_registry` (which `ArrayOps` owns an
+array, and the registration of frameworks' own).
 """
 
 from __future__ import annotations

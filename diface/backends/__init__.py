@@ -1,4 +1,8 @@
-"""Backends, one module each. Importing this package imports no framework."""
+"""Backends, one per registered engine: `autograd` (`AutoAutograd`), `finitediff` (`AutoFiniteDiff`),
+`jax` (`AutoJAX`), `mlx` (`AutoMLX`), `pytensor` (`AutoPyTensor`), `tape` (`AutoTape`), `tensorflow`
+(`AutoTensorFlow`) and `torch` (`AutoTorch`), each importable as `diface.backends.<name>`. An engine's
+machinery lives beside it (`_<name>/`, or the package's private modules). Importing this package
+imports no framework."""
 
 from .autograd import AutoAutograd
 from .finitediff import AutoFiniteDiff

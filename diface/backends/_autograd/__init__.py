@@ -7,7 +7,9 @@
 - `_reverse`: `Tape`, one trace and its backward pass for any cotangents; `_batching` and `_forward`:
   `Recording`, one trace and batches of tangents pushed through the JVP rules, and the eager `jvp`;
 - `_linearize`: the two as the core's linearizations, with the fallbacks for missing JVP rules;
-  `_plans`: second order as `SecondOrderPlan`s; `_box_ops`: autograd's boxes as an array namespace.
+  `_plans`: second order as `SecondOrderPlan`s; `_box_ops`: autograd's boxes as an array namespace;
+- `_rule_fixes`: autograd's rules that are wrong for some calls, repaired or refused before they run;
+  `_boundary`: `DifferentiateWith` with autograd outside (primitives with VJP and JVP rules).
 """
 
 from ._box_ops import box_ops

@@ -9,5 +9,8 @@ only the ones listed before it (none imports torch at module level):
 - `batching`: a batch of products as a loop or through vmap, decided once per preparation;
 - `linearize`: how torch linearizes f at a point (`AutoTorch.prepare_linearize`);
 - `second_order`: the four compositions as `SecondOrderPlan`s;
-- `taylor`: Taylor coefficients by nested `torch.func.jvp`, and the exact Laplacian.
+- `taylor`: Taylor coefficients by nested `torch.func.jvp`, and the exact Laplacian;
+- `boundary`: `DifferentiateWith` with torch outside (`torch.autograd.Function`s);
+- `sparsity`, with `sparsity_rules` and `sparsity_complex` (the rules of ATen's operations, real and
+  complex): global sparsity detection, the ATen graph interpreted on index sets.
 """

@@ -11,6 +11,12 @@ of them), and `SecondOrder` of two `AutoMLX` nests their modes as given.
 With `compile=True` a preparation compiles each operator (and its full variant) with `mx.compile` and
 traces it there, so a prepared call is one compiled call; results are evaluated (`mx.eval`) before they
 are returned. MLX is not thread-safe: every MLX computation diface runs holds one lock (see `_lock`).
+
+Modules: `_ops` (`MlxOps`), `numpy` (`mlx.core` with what MLX lacks of NumPy), `_lock` (where and
+under which lock MLX runs), `_transforms` (jvp and vjp, batched with vmap), `_compile` (one compiled
+program per variant), `_nest` (second order), `_taylor` (Taylor coefficients and exact Laplacians),
+`_boundary` (`DifferentiateWith` with MLX outside), `_direct` (MLX's own fastest calls, for
+`python -m diface bench`).
 """
 
 from __future__ import annotations

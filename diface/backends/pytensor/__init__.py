@@ -17,6 +17,14 @@ more than calling (see `_compile`): compiled functions are cached per (f, operat
 graph's structure, compiled with PyTensor's default mode (C code). A compiled
 function holds its own storage, so calls on one preparation are serialized by a lock (threads get
 right results, one at a time). In-place functions are refused: symbolic tensors cannot be written to.
+
+Modules: `_graph` (f traced into a graph), `_eager` (f on NumPy arrays, where the core calls it
+itself), `_ops` (`SymbolicOps`), `_realify` (complex intermediates as real pairs), `_compile` (the
+compile mode, the cache, thread-safe calls), `_kernels` (one compiled function per operator), `_nest`
+(second order), `_taylor` (Taylor coefficients and exact Laplacians), `_sparsity` (global sparsity
+detection on the graph), `_boundary` (`DifferentiateWith` with PyTensor outside), `_direct`
+(PyTensor's own fastest calls, for `python -m diface bench`), `xp` (`pytensor.tensor` with the NumPy
+names it lacks).
 """
 
 from __future__ import annotations

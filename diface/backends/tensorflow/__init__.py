@@ -1,6 +1,14 @@
 """`AutoTensorFlow`: TensorFlow's `GradientTape` and `ForwardAccumulator`, traced with `tf.function`.
 
-See the class docstring. Importing this package imports no TensorFlow: it is imported on first use.
+See the class docstring. Importing this package imports no TensorFlow: it is imported on first use
+(`_env`, quietly, once).
+
+Modules: `_ops` (`TensorFlowOps`), `_namespace` (`tensorflow.experimental.numpy` with NumPy's `fft`),
+`_transforms` (`ForwardAccumulator` and `GradientTape` products, batched), `_compile` (one
+`tf.function` per operator and variant, traced at preparation), `_nest` (second order), `_taylor`
+(Taylor coefficients and exact Laplacians), `_sparsity` (global sparsity detection on the traced
+graph), `_boundary` (`DifferentiateWith` with TensorFlow outside), `_direct` (TensorFlow's own fastest
+calls, for `python -m diface bench`).
 """
 
 from __future__ import annotations
