@@ -241,8 +241,10 @@ class Prep:
             x_type, x_dtype, x_shape = guard.x_spec or (None, None, None)
 
             def quick_complex(x: Any, extra: Any, check: bool) -> Any:
-                if extra is None and type(x) is x_type and x.dtype == x_dtype and x.shape == x_shape:
-                    return array_direct(x)
+                # getattr: x may be a Python complex number (no dtype, no shape; its spec says None)
+                if extra is None and type(x) is x_type and getattr(x, "dtype", None) == x_dtype:
+                    if getattr(x, "shape", None) == x_shape:
+                        return array_direct(x)
                 return general(x, extra, check)
 
             return quick_complex

@@ -50,6 +50,7 @@ from ._autograd import (
     eager_pushforward,
     forward_linearizer,
     load,
+    open_containers,
     plan_for,
     private_caches,
     reverse_linearizer,
@@ -115,6 +116,19 @@ class AutoAutograd(Backend):
             f"AutoAutograd works on NumPy arrays and numbers, got {type(x).__module__}.{type(x).__qualname__}; "
             "convert it with np.asarray, or use the backend of its framework (di.AutoTorch(), di.AutoJAX())"
         )
+
+    def evaluator(self, f: Any) -> Any:
+        """f with the container boxes of its output opened (see `open_containers`): traced by autograd,
+        a function returning `anp.split(x, 3)` returns one `SequenceBox`, not a list of arrays."""
+        if getattr(f, "_diface_opens_containers", False):
+            return f
+
+        def opening(*args: Any) -> Any:
+            out = f(*args)
+            return open_containers(out) if AG.loaded else out
+
+        opening._diface_opens_containers = True  # type: ignore[attr-defined]
+        return opening
 
     def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
         with TRACING:  # f may run autograd itself

@@ -18,6 +18,7 @@ from ._internals import AG, load
 from ._linearize import eager_pushforward, forward_linearizer, reverse_linearizer
 from ._lock import TRACING, serialized
 from ._plans import plan_for
+from ._shapes import open_containers
 from ._trace import bound, private_caches
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "eager_pushforward",
     "forward_linearizer",
     "load",
+    "open_containers",
     "plan_for",
     "private_caches",
     "reverse_linearizer",
