@@ -212,3 +212,30 @@ def test_lists_of_traced_numbers_hidden_from_autograd_are_refused(mode):
     # made an array first, the derivative flows: d/dB sum(append(A, B)²) = 2B
     g = di.gradient(lambda x: anp.sum(anp.append(x[0], anp.array(x[1]), axis=0) ** 2), backend, (A, B))
     np.testing.assert_allclose(np.array(g[1], dtype=float), 2.0 * np.array(B), rtol=RTOL)
+
+
+# -- autograd's order-2 checks: its own make_vjp inside f (test_systematic's three-argument einsum) --------
+@pytest.mark.parametrize("mode", MODES)
+def test_jacobian_of_autograds_own_vjp(mode):
+    """check_grads at order 2 differentiates the VJP of `einsum("ijk,lji,lli->lki", a, b, C)` as a function
+    of (a, b, v); its output is autograd's tuple of the two cotangents (a container box: once refused as
+    "another tree structure"). Each cotangent is linear in each of its arguments: J contracted with that
+    argument gives the cotangent back, and the block of the argument it does not read is zero."""
+    s = "ijk,lji,lli->lki"
+    rng = np.random.default_rng(7)
+    A, B, C = rng.standard_normal((3, 4, 4)), rng.standard_normal((4, 4, 3)), rng.standard_normal((4, 4, 3))
+    V = rng.standard_normal((4, 4, 3))
+
+    def f(x):
+        a, b, v = x
+        return autograd.core.make_vjp(lambda ab: anp.einsum(s, ab[0], ab[1], C), (a, b))[0](v)
+
+    ga = np.einsum("lki,lji,lli->ijk", V, B, C)  # the cotangents of a and b
+    gb = np.einsum("ijk,lki,lli->lji", A, V, C)
+    J = di.jacobian(f, di.AutoAutograd(mode), (A, B, V))
+    contract = lambda block, arg: np.tensordot(block, arg, axes=arg.ndim)
+    np.testing.assert_allclose(contract(J[0][1], B), ga, rtol=1e-12)
+    np.testing.assert_allclose(contract(J[0][2], V), ga, rtol=1e-12)
+    np.testing.assert_allclose(contract(J[1][0], A), gb, rtol=1e-12)
+    np.testing.assert_allclose(contract(J[1][2], V), gb, rtol=1e-12)
+    assert not np.any(J[0][0]) and not np.any(J[1][1])
