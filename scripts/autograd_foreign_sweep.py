@@ -23,6 +23,12 @@ Every call ends in one of:
 - foreign: any other exception (the bug this sweep hunts);
 - value (with `--no-reference`, which only counts the exceptions): a value, not checked.
 
+Measured (autograd 1.9.1, its tests at bff107b; `--no-reference`): 6551 functions (2534 that autograd
+checks, 4017 of their order-2 VJPs and JVPs), 17738 calls. Before the fixes of issue 32: 79 foreign
+exceptions, 4558 refusals; after: 24 and 1310, the 24 all f's own `AssertionError` (autograd's
+isinstance tests assert that x is a list, where diface hands f a list of numbers as one array, as
+docs/trees.md says). With the references on one record per test (`--per-test=1`): no wrong value.
+
 The summary prints the counts; `-v` lists every foreign exception and every wrong value;
 `--per-test=N` keeps N of each test's recorded calls (the first, the last, evenly spaced between), as
 combo_check records hundreds for some tests. Each call's outcome streams to standard error.
