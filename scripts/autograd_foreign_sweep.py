@@ -27,7 +27,8 @@ Measured (autograd 1.9.1, its tests at bff107b; `--no-reference`): 6551 function
 checks, 4017 of their order-2 VJPs and JVPs), 17738 calls. Before the fixes of issue 32: 79 foreign
 exceptions, 4558 refusals; after: 24 and 1310, the 24 all f's own `AssertionError` (autograd's
 isinstance tests assert that x is a list, where diface hands f a list of numbers as one array, as
-docs/trees.md says). With the references on one record per test (`--per-test=1`): no wrong value.
+docs/trees.md says). With the references, one record per test (`--per-test=1`): 1359 functions, 4514 calls, 4040 right,
+462 refused, 0 wrong, the same 12 assertions of f.
 
 The summary prints the counts; `-v` lists every foreign exception and every wrong value;
 `--per-test=N` keeps N of each test's recorded calls (the first, the last, evenly spaced between), as
