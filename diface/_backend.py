@@ -10,7 +10,7 @@ A backend is a small immutable, hashable object. To add an engine, subclass `Bac
   - `prepare_linearize(problem, mode)`: f's forward pass at a point, then batched products with J
     (see `diface._linearization`): everything else derives from it;
   - `prepare_pushforward` and/or `prepare_pullback`: prepared, batched primitives returning kernels
-    (see `diface._problem.Kernel`);
+    (see `diface._kernel.Kernel`);
 - optionally `supports_inplace`, `package`/`extra` (for availability), `max_batch_size`, a
   `prepare_second_order(inner, problem)` plan for differentiating its own derivatives, and faster
   native versions of any other `prepare_*` method. Everything not overridden is derived here, once
@@ -86,8 +86,8 @@ class Backend(abc.ABC):
 
     def check_complex(self, where: str) -> None:
         """Raise `NotSupportedError` (saying what to use instead) where this backend cannot differentiate
-        a function of complex inputs or outputs. The call path holds them as real pairs (SPEC.md,
-        "Complex numbers"), so an engine that differentiates real functions with complex values inside
+        a function of complex inputs or outputs. The call path holds them as real pairs (docs/complex.md),
+        so an engine that differentiates real functions with complex values inside
         needs nothing more; the default accepts."""
         return None
 

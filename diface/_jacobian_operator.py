@@ -9,7 +9,7 @@ Vectors are flat: J has shape `(y.size, x.size)`; `matvec` takes `(x.size,)` (or
 returns `(y.size,)`; `matmat` takes `(x.size, k)` and returns `(y.size, k)`; `rmatvec` and `rmatmat` the
 other way round.
 
-Complex numbers (SPEC.md): J is the complex derivative ∂f/∂z, a complex matrix, and `rmatvec` its
+Complex numbers (docs/complex.md): J is the complex derivative ∂f/∂z, a complex matrix, and `rmatvec` its
 conjugate transpose (the pullback). For complex x it describes f only where f is holomorphic, which is
 checked when the operator is made (as `jacobian` does); for a real x with complex outputs, products with
 complex vectors apply J to their real and imaginary parts.

@@ -119,7 +119,7 @@ OPERATORS: dict[str, Operator] = {
             inplace=True,
             square=True,
         ),
-        # the full variant is the one SPEC.md names `taylor`; the value-free one is `taylor_coefficients`
+        # the full variant is the one docs/taylor.md names `taylor`; the value-free one is `taylor_coefficients`
         Operator(name="taylor", full_name="taylor", tangent="tx", result="y", aux=True, series=True),
         # `lower` is the Jacobian: the gradient for a scalar f, as `value_gradient_and_laplacian` returns it
         Operator(name="laplacian", full_name="value_gradient_and_laplacian", result="y", lower="jac"),

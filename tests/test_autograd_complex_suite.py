@@ -7,7 +7,7 @@ structural, product and linalg functions autograd tests on real values only. Eac
 four engines (the tape and autograd, forward and reverse mode): `di.pushforward` of a random complex
 tangent and `di.pullback` of a random complex cotangent (real where the input or output is real), or
 `di.hvp` for the real-valued functions whose gradients autograd differentiates (its `d_fun` checks),
-against JAX with 64-bit floats under diface's convention (SPEC.md, "Complex numbers"):
+against JAX with 64-bit floats under diface's convention (docs/complex.md):
 
 - pushforward = ∂f·t + ∂̄f·conj(t) = `jax.jvp`;
 - pullback = conj(∂f)ᵀ·ty + (∂̄f)ᵀ·conj(ty) = conj(`jax.vjp` of conj(ty));

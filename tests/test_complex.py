@@ -1,4 +1,4 @@
-"""Complex inputs and outputs (SPEC.md, "Complex numbers"): one convention on every engine.
+"""Complex inputs and outputs (docs/complex.md): one convention on every engine.
 
 Each function has hand-written Wirtinger derivatives. Every engine and mode answers every operator with
 the same numbers: pushforward ∂f·t + ∂̄f·conj(t), pullback conj(∂f)·ty + ∂̄f·conj(ty), gradient 2∂̄f, the

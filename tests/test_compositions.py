@@ -47,7 +47,7 @@ def test_every_cell_of_an_engine_is_right(engine, operator):
     bad = []
     for o in outcomes:
         key = (o.cell.engine, o.cell.composition, o.cell.operator, o.cell.data)
-        if (o.cell.data, o.cell.operator) == ("complex", "hessian"):  # SPEC: refused, naming hvp and realify
+        if (o.cell.data, o.cell.operator) == ("complex", "hessian"):  # docs/complex.md: refused, naming hvp and realify
             if o.status != "refused" or "di.hvp" not in o.detail:
                 bad.append(f"{o.cell.label()}: {o.status}, where the Hessian must be refused: {o.detail}")
             continue

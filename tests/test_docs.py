@@ -60,3 +60,29 @@ def test_ci_runs_the_readme_test_command():
         ["bash", str(ROOT / ".ci" / "run"), "--print-command"], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert extracted == commands[0]
+
+
+#: packages whose docstring does not list its modules: the top level (the core: too many modules for it) and the
+#: tape (its docstring lists its layers; tests/test_tape_layers.py holds the modules to them)
+UNLISTED_PACKAGES = ("diface", "diface/backends/_tape")
+
+
+def _package_docstrings() -> list[Path]:
+    inits = sorted((ROOT / "diface").rglob("__init__.py"))
+    return [p for p in inits if p.parent.relative_to(ROOT).as_posix() not in UNLISTED_PACKAGES]
+
+
+@pytest.mark.parametrize("init", _package_docstrings(), ids=lambda p: p.parent.relative_to(ROOT).as_posix())
+def test_package_docstring_names_its_modules(init):
+    """A package's docstring names (in backticks) each of its modules and subpackages, so that a reader
+    finds every module from it (diface.backends: its public engine modules)."""
+    import ast
+
+    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+    package = init.parent
+    modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+    modules |= {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+    if package.relative_to(ROOT).as_posix() == "diface/backends":
+        modules = {m for m in modules if not m.startswith("_")}
+    missing = sorted(m for m in modules if not re.search(rf"`{re.escape(m)}[`.:(]", doc))
+    assert not missing, f"{package.relative_to(ROOT)}/__init__.py's docstring does not name {missing}"

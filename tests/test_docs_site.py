@@ -70,6 +70,60 @@ def test_reference_documents_every_public_name():
     assert not public - names, f"public names missing from docs/reference/: {sorted(public - names)}"
 
 
+#: the families a row of the reference index may name instead of listing each member
+_FAMILIES = {
+    "their value variants": lambda n: n.startswith("value_"),
+    "every `prepare_*`": lambda n: n.startswith("prepare_") or n == "Prep",
+    "preparations": lambda n: n.startswith("prepare_"),
+    "the errors derived from it": lambda n: n.endswith("Error"),
+}
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    """The body rows of every Markdown table of `text`, as lists of cells."""
+    rows = [line.strip().strip("|").split("|") for line in text.splitlines() if line.startswith("| ")]
+    return [[c.strip() for c in r] for r in rows if not set("".join(r)) <= set("- ")]
+
+
+def test_reference_index_lists_each_page():
+    """Each row of docs/reference/index.md names the public names its page documents (or their family,
+    "their value variants"), and names nothing the page does not document; every page has its row."""
+    rows = {}
+    for cells in _table_rows((REFERENCE / "index.md").read_text()):
+        link = re.match(r"\[[^]]+\]\(([\w-]+\.md)\)", cells[0])
+        if link:
+            rows[link.group(1)] = cells[1]
+    pages = {p.name for p in REFERENCE.glob("*.md")} - {"index.md"}
+    assert set(rows) == pages, f"rows missing: {sorted(pages - set(rows))}; extra: {sorted(set(rows) - pages)}"
+    for page, row in rows.items():
+        on_page = {d.removeprefix("diface.") for d in DIRECTIVE.findall((REFERENCE / page).read_text())}
+        on_page &= set(diface.__all__)
+        listed = set(re.findall(r"`(\w+)`", row)) & set(diface.__all__)
+        families = [test for phrase, test in _FAMILIES.items() if phrase in row]
+        unlisted = {n for n in on_page - listed if not any(test(n) for test in families)}
+        assert not unlisted, f"reference/index.md's row of {page} lacks {sorted(unlisted)}"
+        assert listed <= on_page, f"reference/index.md's row of {page} names {sorted(listed - on_page)}: not there"
+
+
+def test_reference_index_and_home_page_name_every_engine():
+    """The home page's engine table and the reference index's Backends row name every registered
+    engine (`diface.backends.__all__`), each a public name of diface; the home page's text names each."""
+    import diface.backends
+
+    engines = set(diface.backends.__all__)
+    assert engines <= set(diface.__all__)
+    home = (ROOT / "docs" / "index.md").read_text()
+    table = home.split("## Engines", 1)[1].split("\n\n", 2)[1]
+    in_table = {m for cells in _table_rows(table) for m in re.findall(r"`di\.(\w+)\(", cells[0])}
+    assert in_table == engines, f"docs/index.md's engine table: {sorted(in_table ^ engines)} missing or extra"
+    row = next(c[1] for c in _table_rows((REFERENCE / "index.md").read_text()) if c[0].startswith("[Backends]"))
+    assert engines <= set(re.findall(r"`(\w+)`", row)), "reference/index.md's Backends row lacks an engine"
+    intro = home.split("```", 1)[0]
+    for name in ("finite differences", "tape", "autograd", "PyTorch", "JAX", "TensorFlow", "MLX", "PyTensor"):
+        assert name in intro, f"docs/index.md's introduction does not name {name}"
+    assert len(engines) == 8, "a new engine: name it in docs/index.md's introduction and in this test"
+
+
 def test_reference_pages_are_in_the_nav():
     nav = (ROOT / "mkdocs.yml").read_text()
     for page in REFERENCE.glob("*.md"):

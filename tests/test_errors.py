@@ -1,4 +1,4 @@
-"""Every error of SPEC's table, with its types, raised before any buffer is touched."""
+"""Every error of the table in docs/errors.md, with its types, raised before any buffer is touched."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def test_read_only_buffers():
 
 
 def test_complex_input_and_nested_complex_steps():
-    # sum(z**2) of complex z is complex: no gradient (SPEC.md, "Complex numbers")
+    # sum(z**2) of complex z is complex: no gradient (docs/complex.md)
     with pytest.raises(di.ShapeError, match="complex-valued f has no gradient"):
         di.gradient(square_sum, b, x + 0j)
     c = di.AutoFiniteDiff("complex")

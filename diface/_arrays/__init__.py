@@ -6,6 +6,10 @@ library's namespace module: `NamespaceOps`, `StandardNamespaceOps`), and that cl
 instantiated (and only asked about an array) once `framework` is already in `sys.modules` — as in
 einops, an array can only come from a framework that is already imported. Objects implementing the
 Python array API standard (`__array_namespace__`) get a generic namespace.
+
+Modules: `_base` (`ArrayOps`, the operations every library provides), `_numpy` (NumPy's, built in),
+`_array_api` (the generic one, for any array-API namespace), `_registry` (which `ArrayOps` owns an
+array, and the registration of frameworks' own).
 """
 
 from __future__ import annotations

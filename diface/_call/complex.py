@@ -2,7 +2,7 @@
 
 A complex array is held as real pairs (a trailing axis of 2: real, imaginary parts). With z = a + ib,
 ∂ = ½(∂ₐ - i∂_b), ∂̄ = ½(∂ₐ + i∂_b) and the real inner product ⟨u, v⟩ = Re Σ conj(u)·v (which is the
-dot product of the pairs), the operators are (SPEC.md, "Complex numbers"):
+dot product of the pairs), the operators are (docs/complex.md):
 
 - pushforward = ∂f·t + ∂̄f·conj(t): the Jacobian of the real function on pairs, applied to t's pairs;
 - pullback = its adjoint under ⟨·,·⟩: the transposed real Jacobian applied to the cotangent's pairs

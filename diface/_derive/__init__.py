@@ -2,9 +2,17 @@
 pullback.
 
 One derivation per module. Each takes a backend and a `Problem` and returns a kernel (see
-`diface._problem.Kernel`); the `Backend` base class calls them from its `prepare_*` methods, which
+`diface._kernel.Kernel`); the `Backend` base class calls them from its `prepare_*` methods, which
 a backend overrides only where it has something faster. Second-order operators come from a
 `SecondOrderPlan` (`second_order`).
+
+Modules: `jacobian` (Jacobians, gradients and derivatives by basis sweeps, in the mode `mode`
+chooses), `linearized` (batched products on a linearization), `wrong_mode` (a pushforward for a
+backend with pullbacks only, and the reverse), `hvp`, `hessian` and `second_derivative` (second order
+from an outer backend over an inner one's derivative), `second_order` (`SecondOrderPlan` and
+`compose`), `taylor` and `laplacian` (higher order by nested pushforwards), `inverse` with
+`inverse_dense` and `inverse_krylov` (Jacobian-inverse products); helpers: `_sweep` (the standard
+basis in chunks), `_per_thread` (values made once per thread).
 """
 
 from .inverse import InverseSolver, derive_inverse

@@ -2,7 +2,8 @@
 
 Every function here is a thin entry into the shared call path (`diface._call.prepare`), one module per
 family: `products` (pushforward, pullback), `derivatives` (derivative, gradient, jacobian),
-`second_order` (second_derivative, hessian, hvp) and `inverse` (the Jacobian-inverse products). Shapes:
+`second_order` (second_derivative, hessian, hvp), `inverse` (the Jacobian-inverse products) and
+`taylor` (taylor, taylor_coefficients, laplacian). Shapes:
 `x` has shape `xs`, `f(x)` has shape `ys`; a tangent `tx` is shaped like `x` and a cotangent `ty` like
 `y`.
 

@@ -15,7 +15,10 @@ decompression plans, in NumPy.
 Modules, one job each: `_pattern` (the `Pattern` type), `_graph` (intersection and adjacency graphs),
 `_orders` (vertex orders), `_distance1` / `_star` / `_acyclic` (greedy colorings), `_bicolor` (mixed
 mode), `_forest` (two-colored trees), `_validate` (checks), `_plans` (decompression), `_coloring`
-(`GreedyColoring`, `Coloring`), `examples` (test patterns).
+(`GreedyColoring`, `Coloring`), `_compiled` (numba kernels for the sequential passes of large
+colorings), `_detectors` (the sparsity detectors), `_autosparse` (the `AutoSparse` wrapper), `_layout`
+(sparse results in the input's array type), `_spy` (`di.spy`), `examples` (test patterns) and
+`example_functions` (functions with those patterns, for any array namespace).
 """
 
 from ._coloring import KINDS, Coloring, GreedyColoring

@@ -3,6 +3,15 @@
 >>> from diface.testing import default_scenarios
 >>> [s.name for s in default_scenarios()][:3]
 ['scalar to scalar', 'scalar to vector', 'vector to scalar']
+
+Modules: `_kit` (`test_differentiation` and `benchmark_differentiation`, the two entry points),
+`_check` (one backend on one scenario and operator, every variant, each call twice), `_calls` (how an
+operator is called), `_scenarios` with `_reference` (functions with analytic derivatives),
+`_tree_scenarios`, `_complex`, `_complex_scenarios`, `_layouts` (layouts and edge shapes) and
+`_structural` (the structural conformance database) (more scenarios), `_compositions` (the composition
+matrix), `_agreement` (`check_agreement`: the engines against each other), `_threads` (the thread
+check), `_deviations` (engine limits the kit knows), `_bench` with `_references`, `_timing` and
+`_memory` (speed and memory against the engines called directly).
 """
 
 from .._engines import Engine, engine_of, engines, namespace_of, register_engine

@@ -3,7 +3,7 @@
 A cell is one engine x one composition (plain, `SecondOrder(e, e)`, `AutoSparse(e)`,
 `AutoSparse(SecondOrder(e, e))`, `AutoSparse(MixedMode(e, e))` where the engine has both modes) x one
 operator x NumPy or native input x one kind of data: flat arrays, a dict tree with a `Constant` context,
-`has_aux`, or complex arrays (SPEC.md, "Complex numbers": a holomorphic map, a real loss of complex x,
+`has_aux`, or complex arrays (docs/complex.md: a holomorphic map, a real loss of complex x,
 whose `hessian` must be refused). The cells are generated from these factors, never listed by hand.
 Each cell prepares at one point and calls at another (the prepared call twice, the prep's method, the
 unprepared operator and the full variant), and compares every result with an analytic reference. Its

@@ -122,6 +122,11 @@ def make_codec(
     x_mode = "real" if op.name in HOLOMORPHIC_OPERATORS else "pairs"
     xi = TreeInfo(x, "x", where, complex_mode=x_mode) if is_tree(x) or has_complex_dtype(x) else None
     xf, imag = x, None
+    if xi is not None and not xi.shapes:
+        raise ArgumentError(
+            f"{where}: x is {x!r}, a tree without leaves: there is nothing to differentiate; x must hold at "
+            "least one array or number"
+        )
     if xi is not None:
         x_leaves = xi.flattener.flatten(x)[0]
         xf = _scalar_if(op.scalar_x, xi.ravel_leaves(x_leaves))
@@ -141,6 +146,12 @@ def make_codec(
         complex_out = not tree_out and has_complex_dtype(out)
         yi = TreeInfo(out, "y", where, one_library=False, complex_mode="pairs") if tree_out or complex_out else None
         yf = None
+    if yi is not None and not yi.shapes:
+        what = "y" if y is not None else "f's output"
+        raise ArgumentError(
+            f"{where}: {what} is {y if y is not None else out!r}, a tree without leaves: there is nothing to "
+            "differentiate; f must return at least one array or number"
+        )
     _refuse_complex(op, backend, xi, yi, where)
     name = op.name
     codec = TreeCodec(op, f, xi, yi, has_aux, output, extra)

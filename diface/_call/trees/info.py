@@ -137,7 +137,7 @@ class TreeInfo:
             if (
                 isinstance(leaf, (str, bytes, bool))
                 or leaf is None
-                or not (isinstance(leaf, SCALARS) or hasattr(leaf, "dtype"))
+                or not (isinstance(leaf, SCALARS) or hasattr(leaf, "dtype") or (self.mode and type(leaf) is complex))
             ):
                 path = tree_paths(tree, what or self.label)[i][0]
                 raise ArgumentError(

@@ -32,7 +32,20 @@ except ImportError:  # pragma: no cover - exercised where optree is absent
 
 # -- what is a tree ----------------------------------------------------------------------------------
 def _numeric_list(a: list) -> bool:
-    return all(isinstance(v, _NUMBERS) or (isinstance(v, list) and _numeric_list(v)) for v in a)
+    """A list of plain numbers, or of such lists nested as an array's rows are (one array); a ragged one
+    (`[[1.0], 2.0]`, which NumPy cannot make an array of) is a tree."""
+    return _list_shape(a) is not None
+
+
+def _list_shape(a: list) -> tuple[int, ...] | None:
+    if all(isinstance(v, _NUMBERS) for v in a):
+        return (len(a),)
+    if not all(isinstance(v, list) for v in a):
+        return None
+    shapes = {_list_shape(v) for v in a}
+    if len(shapes) != 1 or None in shapes:
+        return None
+    return (len(a), *shapes.pop())  # type: ignore[misc]
 
 
 def is_tree(a: Any) -> bool:

@@ -55,6 +55,7 @@ from ._linearize import eager_pushforward, forward_linearizer, reverse_linearize
 from ._lock import TRACING, serialized
 from ._ops import box_ops
 from ._second_order import plan_for
+from ._shapes import open_containers
 from ._trace import bound, private_caches
 
 __all__ = ["AutoAutograd"]
@@ -116,6 +117,19 @@ class AutoAutograd(Backend):
             f"AutoAutograd works on NumPy arrays and numbers, got {type(x).__module__}.{type(x).__qualname__}; "
             "convert it with np.asarray, or use the backend of its framework (di.AutoTorch(), di.AutoJAX())"
         )
+
+    def evaluator(self, f: Any) -> Any:
+        """f with the container boxes of its output opened (see `open_containers`): traced by autograd,
+        a function returning `anp.split(x, 3)` returns one `SequenceBox`, not a list of arrays."""
+        if getattr(f, "_diface_opens_containers", False):
+            return f
+
+        def opening(*args: Any) -> Any:
+            out = f(*args)
+            return open_containers(out) if AG.loaded else out
+
+        opening._diface_opens_containers = True  # type: ignore[attr-defined]
+        return opening
 
     def output_spec(self, problem: Problem) -> tuple[tuple, Any]:
         with TRACING:  # f may run autograd itself

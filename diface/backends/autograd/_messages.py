@@ -7,7 +7,7 @@ from typing import Any
 from ..._errors import DifaceError, NotSupportedError
 from ._internals import AG
 
-__all__ = ["PLAIN_NUMPY", "NoJVPRule", "misused_box", "name", "no_vjp_rule", "rule_failed"]
+__all__ = ["HIDDEN_BOXES", "PLAIN_NUMPY", "NoJVPRule", "misused_box", "name", "no_vjp_rule", "rule_failed"]
 
 #: how to get pushforwards where a JVP rule is missing, for `NoJVPRule`
 REVERSE_HINT = "use di.AutoAutograd(mode='reverse'), which needs no JVP rules"
@@ -85,3 +85,12 @@ def misused_box(e: Exception) -> str | None:
         "np.asarray, ...), or an in-place operation (+=) on a NumPy array. Write f with autograd.numpy "
         "(import autograd.numpy as np), without in-place updates"
     )
+
+
+HIDDEN_BOXES = (
+    "f's output holds traced values inside a NumPy array of objects, hidden from autograd, so their "
+    "derivatives would be lost: a Python list of traced values reached an autograd.numpy function that "
+    "traces its array arguments only (np.append(a, [[v, w]]) or np.concatenate([a, [v, w]]) with a traced "
+    "a, for instance). Make the list an array first, with autograd.numpy.array(...). (A list of numbers "
+    "inside a tuple or dict x reaches f as a list of traced numbers.)"
+)

@@ -26,7 +26,16 @@ import numpy as np
 from ..._errors import NotSupportedError
 from ._internals import AG
 
-__all__ = ["broadcastable", "fit_cotangent", "fit_tangent", "fresh", "shape_or_none", "tangent_like", "value_shape"]
+__all__ = [
+    "broadcastable",
+    "fit_cotangent",
+    "fit_tangent",
+    "fresh",
+    "open_containers",
+    "shape_or_none",
+    "tangent_like",
+    "value_shape",
+]
 
 
 def shape_or_none(value: Any) -> tuple | None:
@@ -103,7 +112,33 @@ def tangent_like(t: Any, value: Any) -> Any:
         if t.dtype.kind != "c" or value.dtype.kind == "c":
             return t
         return np.real(t)
-    t = fit_tangent(t, value_shape(value))
+    shape = value_shape(value)
+    t = fit_tangent(t, shape)
+    if shape is None:  # a container (the tuple an autograd.grad inside f returns): its tangent is one too
+        return t
     if np.iscomplexobj(AG.getval(t)) and not np.iscomplexobj(AG.getval(value)):
         return AG.anp.real(t)
     return t
+
+
+def open_containers(out: Any) -> Any:
+    """f's output with autograd's container boxes opened: inside a trace, `autograd.numpy.split` and
+    other functions returning a list or tuple give a `SequenceBox` (a dict: a `DictBox`), one traced
+    value; the core flattens f's output as a tree of lists, tuples and dicts, so each such box becomes
+    the container it holds, of boxes (`box[i]` is traced). Plain values are returned as they are."""
+    if isinstance(out, (list, tuple)):
+        opened = [open_containers(v) for v in out]
+        if all(a is b for a, b in zip(opened, out)):
+            return out
+        return type(out)(opened) if type(out) in (list, tuple) else type(out)(*opened)  # namedtuples
+    if isinstance(out, dict):
+        return {k: open_containers(v) for k, v in out.items()} if type(out) is dict else out
+    if type(out) not in AG.box_types:
+        return out
+    raw = AG.getval(out)
+    if isinstance(raw, (list, tuple)):
+        items = [open_containers(out[i]) for i in range(len(raw))]
+        return tuple(items) if isinstance(raw, tuple) else items
+    if isinstance(raw, dict):
+        return {k: open_containers(out[k]) for k in raw}
+    return out

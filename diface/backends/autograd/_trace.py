@@ -12,7 +12,7 @@ from ..._contexts import Cache
 from ..._errors import ArgumentError, NotSupportedError
 from ..._problem import Problem
 from ._internals import AG
-from ._messages import PLAIN_NUMPY, misused_box
+from ._messages import HIDDEN_BOXES, PLAIN_NUMPY, misused_box
 
 __all__ = ["bound", "private_caches", "trace"]
 
@@ -28,12 +28,25 @@ def trace(root: Any, fun: Callable, x: Any) -> tuple[Any, Any]:
     finally:
         stack.top = outer  # also undoes a level that an autograd.grad inside f left raised as it failed
     if AG.isbox(end) and end._trace == level:
-        return end._value, end._node
+        raw = end._value
+        if (type(raw) is np.ndarray and raw.dtype == object) or AG.isbox(raw):
+            if _hides_boxes(raw, level):
+                raise NotSupportedError(HIDDEN_BOXES)
+        return raw, end._node
     if isinstance(end, (list, tuple)):
         raise ArgumentError(f"f must return an array, got a {type(end).__name__}; build it with np.stack or np.array")
     if type(end) is np.ndarray and end.dtype == object:
         raise NotSupportedError(PLAIN_NUMPY)
     return end, None
+
+
+def _hides_boxes(raw: Any, level: int) -> bool:
+    """Whether a traced value's raw value holds boxes of this trace (an array of objects made of a list
+    of boxes by a primitive that saw none of them), which autograd's rules never reach; a box of an outer
+    trace (diface inside autograd.grad) is a value like any other."""
+    if AG.isbox(raw):
+        return raw._trace >= level
+    return any(AG.isbox(v) and v._trace >= level for v in raw.flat)
 
 
 def bound(f: Callable, cv: tuple) -> Callable:

@@ -1,6 +1,6 @@
 """Complex intermediates rewritten as real pairs, so that PyTensor differentiates them.
 
-The core hands engines real functions (complex x and y as real pairs, SPEC.md "Complex numbers"), so
+The core hands engines real functions (complex x and y as real pairs, docs/complex.md), so
 complex values appear only inside f's graph; PyTensor's gradients of complex ops are broken (`Real`,
 `Abs` of complex inputs have no valid `grad`). `realify` rebuilds f's traced graph with every complex
 value held as two real tensors (real and imaginary parts) and the complex ops written with real ones:
