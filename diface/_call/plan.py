@@ -203,6 +203,7 @@ def _straight(p: Prepared, general: Call, act: Any, how: str) -> Call:
                     return act(x, t, contexts)
                 if how == "compiled":
                     return act[0](x, t, contexts)
+                cv: tuple
                 if not n:
                     cv = ()
                 elif convert and not (native_value and check and checked):
@@ -388,15 +389,17 @@ def _structured(p: Prepared, full: bool, general: Call) -> Plan:
     ravel = xi.ravel_leaves if tree and not op.scalar_x and xi is not None else None
     # one complex array and a result like it (a gradient): its pairs in, complex numbers out
     pairs = xi is not None and xi.single and not tree and kind == "x" and not codec.imag and not op.scalar_x
+    stages: Callable[[Any, Any, tuple], Any]
     if pairs and not full and not has_aux and not p.to_user:
         run, result, to_pairs, from_pairs = kernel.run, delivery.result, ops.to_pairs, ops.from_pairs
 
-        def stages(x: Any, leaves: Any, contexts: tuple) -> Any:
+        def pairs_stages(x: Any, leaves: Any, contexts: tuple) -> Any:
             cv = context_values(p, contexts, x) if contexts else ()
             if program is not None:
                 return from_pairs(program(to_pairs(x), cv))
             return from_pairs(result(run(to_pairs(x), None, cv, None, False).result))
 
+        stages = pairs_stages
     else:
         stages = _structured_stages(p, full, program, ravel)
     compiled = kernel.traceable and ops.compiles and not p.to_user and delivery.layout is None

@@ -13,7 +13,7 @@ returned, say) and writes the values into it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -21,9 +21,6 @@ from .._arrays import NUMPY
 from .._errors import ArgumentError, NotSupportedError
 from ._coloring import Coloring
 from ._pattern import Pattern
-
-if TYPE_CHECKING:
-    from .._problem import Problem
 
 __all__ = ["SparseLayout"]
 
@@ -37,10 +34,11 @@ class SparseLayout:
         self._native: dict = {}
 
     @classmethod
-    def prepared(cls, pattern: Pattern, coloring: Coloring, problem: Problem) -> SparseLayout:
-        """The layout of a preparation, whose first native result is built now: what the array library
-        keeps per pattern and device (torch's CSR index tensors, JAX's BCOO indices) goes to x's device
-        here, not in the first prepared call (on a GPU, a copy from the host there)."""
+    def prepared(cls, pattern: Pattern, coloring: Coloring, problem: Any) -> SparseLayout:
+        """The layout of a preparation (`problem`: its `diface._problem.Problem`), whose first native
+        result is built now: what the array library keeps per pattern and device (torch's CSR index
+        tensors, JAX's BCOO indices) goes to x's device here, not in the first prepared call (on a GPU,
+        a copy from the host there)."""
         layout = cls(pattern, coloring)
         ops = problem.ops
         if not problem.single_use and ops is not NUMPY and ops.is_native(problem.x):

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..._errors import NotSupportedError
 from ..._sparsity import Deps, Nonlinearity
-from ._compile import is_traceable
+from ._kernels import is_traceable
 from ._sparsity_rules import (
     CONSTANT,
     CUMULATIVE,
