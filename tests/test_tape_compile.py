@@ -125,7 +125,7 @@ def test_a_linearization_applies_any_number_of_batches():
     x = RNG.standard_normal(4)
     problem_prep = di.prepare_jacobian(f, TAPE, x, di.Constant(a))
     jac = problem_prep.jacobian(x, di.Constant(a))
-    linearizer = TAPE.prepare_linearize(problem_prep._prepared.problem, "forward")
+    linearizer = TAPE.prepare_linearize(problem_prep.problem, "forward")
     lin = linearizer(x, (a,), None)
     assert isinstance(lin, ReplayLinearization) and not lin.shareable
     np.testing.assert_allclose(lin.value, f(x, a))
@@ -138,7 +138,7 @@ def test_a_linearization_applies_any_number_of_batches():
 
 
 def test_the_second_order_plan_is_the_tapes_own():
-    plan = TAPE.second_order_plan(di.prepare_hessian(rosen, TAPE, np.ones(4))._problem)
+    plan = TAPE.second_order_plan(di.prepare_hessian(rosen, TAPE, np.ones(4)).problem)
     assert isinstance(plan, _second_order.TapeSecondOrder)
     f = lambda t: np.array([np.sin(t), t**3])
     prep = di.prepare_second_derivative(f, TAPE, 0.3)

@@ -269,6 +269,6 @@ def test_polynomials_pay_nothing():
     clip = CASES["clip"][0]
     assert record(clip, X0, (), (), None).tape.singular()
     for f, strong in ((rosen, False), (clip, True)):
-        plan = TAPE.second_order_plan(di.prepare_hessian(f, TAPE, X0)._problem)
+        plan = TAPE.second_order_plan(di.prepare_hessian(f, TAPE, X0).problem)
         outer = plan.linearizer.rec.tape  # f and its reverse sweep's rules, recorded
         assert any(node.prim is STRONG_MULTIPLY for node in outer.nodes) == strong

@@ -8,8 +8,9 @@ einops, an array can only come from a framework that is already imported. Object
 Python array API standard (`__array_namespace__`) get a generic namespace.
 
 Modules: `_base` (`ArrayOps`, the operations every library provides), `_numpy` (NumPy's, built in),
-`_array_api` (the generic one, for any array-API namespace), `_registry` (which `ArrayOps` owns an
-array, and the registration of frameworks' own).
+`_namespace` (`NamespaceOps`, `StandardNamespaceOps`: the method bodies written once over a library's
+namespace module), `_array_api` (the generic one, for any array-API namespace), `_registry` (which
+`ArrayOps` owns an array, and the registration of frameworks' own).
 """
 
 from __future__ import annotations

@@ -96,10 +96,12 @@ def _arrays(p: Prepared, full: bool, general: Call) -> Plan:
     op, kernel, guard, settings, delivery = p.op, p.kernel, p.guard, p.settings, p.delivery
     assert guard is not None and guard.x_test is not None
     x_spec = guard.signature.specs[0]
-    if x_spec[1] is None:  # x a Python number: the general path converts it
-        return Plan(general, GENERAL)
+    n_tangents = 0 if op.tangent is None else (p.batch or 1)
+    if any(spec[1] is None for spec in guard.signature.specs[: 1 + n_tangents]):
+        return Plan(general, GENERAL)  # x or a tangent a Python number: the general path converts it
     accept, accept_text = _array_accept(p)
-    numpy_in = p.to_user and not p.takes_numpy
+    # NumPy arguments go to a kernel that takes them as they are only as arrays (not NumPy scalars)
+    numpy_in = p.to_user and not (p.takes_numpy and x_spec[0] is np.ndarray)
     ops, batched = p.ops, p.batch is not None
     tangent_types = () if op.tangent is None else tuple(s[0] for s in guard.signature.specs[1 : 1 + (p.batch or 1)])
     # the direct programs take the arguments as the user passes them: native ones, or NumPy ones
@@ -383,7 +385,8 @@ def _structured(p: Prepared, full: bool, general: Call) -> Plan:
         text = "x"
     if kinds:
         text += f", {len(kinds)} context{'s' if len(kinds) != 1 else ''}"
-    program = kernel.direct if not full and not has_aux else None
+    # the direct program's result is what the user gets: not the nonzeros of a sparse result
+    program = kernel.direct if not full and not has_aux and delivery.layout is None else None
     if program is not None and p.to_user and not p.takes_numpy:
         program = None
     ravel = xi.ravel_leaves if tree and not op.scalar_x and xi is not None else None
@@ -448,6 +451,7 @@ def _structured_stages(
     imag, numpy_in = codec.imag, p.to_user and not p.takes_numpy
     run, deliver, result = kernel.run, delivery.deliver, delivery.result
     decode, decode_all = codec.decode, codec.decode_all
+    to_user, to_numpy = p.to_user, p.ops.to_numpy
 
     def stages(x: Any, leaves: Any, contexts: tuple) -> Any:
         xf = ravel(leaves) if ravel is not None else codec.x_in(x, leaves, True, name)
@@ -456,7 +460,7 @@ def _structured_stages(
         xn = x_in(p, xf) if numpy_in else xf
         cv = context_values(p, contexts, xn) if contexts else ()
         if program is not None:
-            return decode(kind, program(xn, cv))
+            return decode(kind, to_numpy(program(xn, cv)) if to_user else program(xn, cv))
         if not full and not has_aux:
             return decode(kind, result(run(xn, None, cv, None, False).result))
         results = decode_all(deliver(run(xn, None, cv, None, full), full, False, None, None), full)

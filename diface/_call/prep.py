@@ -19,6 +19,7 @@ from .._arrays import ArrayOps
 from .._contexts import Context
 from .._derive import LaplacianReport
 from .._optable import OPERATORS, Operator
+from .._problem import Problem
 from .complex import complex_rows
 from .general import check_call, general_call
 from .plan import Route, build_plans
@@ -102,6 +103,12 @@ class Prep:
         program. Calls of other specs, and calls with `out=` or `y=`, take the general path."""
         plain, full = _variants(self.op)
         return {plain: self._routes[0], full: self._routes[1]}
+
+    @property
+    def problem(self) -> Problem:
+        """The (flat) problem the kernel was prepared for: f as the engine evaluates it, the native x and
+        contexts (for the authors of engines and wrappers: `diface.extend`)."""
+        return self._prepared.problem
 
     @property
     def settings(self) -> Settings:
