@@ -115,9 +115,9 @@ def general_call(
     elif check and strict:
         check_call(p, x, extra, contexts, y)
     ops, delivery = p.ops, p.delivery
-    xn = x_in(p, xf)
+    xn = xf if type(xf) is p.native_type else x_in(p, xf)
     tn = None if op.tangent is None else tangents_in(p, tf, xn)
-    cv = context_values(p, contexts, xn)
+    cv = context_values(p, contexts, xn) if contexts else ()
     yn = None if yf is None else (yf if ops.is_native(yf) else ops.asarray(yf, like=xn))
     out_levels = None
     if out is not None:

@@ -173,7 +173,7 @@ def _variant(full: bool, *, tangent: bool, inplace: bool) -> Callable[..., Any]:
         def method(self: Prep, x: Any, t: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
             if out is None and y is None:
                 return self._plans[full](x, t, contexts, True)
-            return self.run(full, x, t, contexts, out, y)
+            return general_call(self._prepared, full, x, t, contexts, out, y, True)
 
         return method
     if tangent:
@@ -181,7 +181,7 @@ def _variant(full: bool, *, tangent: bool, inplace: bool) -> Callable[..., Any]:
         def method_t(self: Prep, x: Any, t: Any, *contexts: Context, out: Any = None) -> Any:
             if out is None:
                 return self._plans[full](x, t, contexts, True)
-            return self.run(full, x, t, contexts, out, None)
+            return general_call(self._prepared, full, x, t, contexts, out, None, True)
 
         return method_t
     if inplace:
@@ -189,14 +189,14 @@ def _variant(full: bool, *, tangent: bool, inplace: bool) -> Callable[..., Any]:
         def method_y(self: Prep, x: Any, *contexts: Context, out: Any = None, y: Any = None) -> Any:
             if out is None and y is None:
                 return self._plans[full](x, None, contexts, True)
-            return self.run(full, x, None, contexts, out, y)
+            return general_call(self._prepared, full, x, None, contexts, out, y, True)
 
         return method_y
 
     def method_x(self: Prep, x: Any, *contexts: Context, out: Any = None) -> Any:
         if out is None:
             return self._plans[full](x, None, contexts, True)
-        return self.run(full, x, None, contexts, out, None)
+        return general_call(self._prepared, full, x, None, contexts, out, None, True)
 
     return method_x
 

@@ -48,6 +48,12 @@ class Prepared:
     #: prepares the kernel again (`Prep.copy` of a kernel that cannot copy itself)
     remake: Callable[[], Kernel] | None
     delivery: Delivery = field(init=False)
+    #: the backend's array operations (the problem's)
+    ops: ArrayOps = field(init=False)
+    #: the type of the native x the preparation was made with
+    native_type: type = field(init=False)
+    #: NumPy arguments go to the kernel as they are (it converts them itself)
+    takes_numpy: bool = field(init=False)
 
     def __post_init__(self) -> None:
         problem = self.problem
@@ -55,21 +61,11 @@ class Prepared:
         dtype = problem.ops.result_type(problem.x_dtype, y_dtype)
         order = self.settings.options if self.op.series else 1  # a series operator's options: its order
         delivery = Delivery(self.op, self.kernel, problem.ops, self.to_user, problem.x_shape, y_shape, dtype, order)
+        # fields, not properties: the general path reads them on every call
         object.__setattr__(self, "delivery", delivery)
-
-    @property
-    def ops(self) -> ArrayOps:
-        return self.problem.ops
-
-    @property
-    def native_type(self) -> type:
-        """The type of the native x the preparation was made with."""
-        return type(self.problem.x)
-
-    @property
-    def takes_numpy(self) -> bool:
-        """NumPy arguments go to the kernel as they are (it converts them itself)."""
-        return self.to_user and self.kernel.accepts_numpy
+        object.__setattr__(self, "ops", problem.ops)
+        object.__setattr__(self, "native_type", type(problem.x))
+        object.__setattr__(self, "takes_numpy", self.to_user and self.kernel.accepts_numpy)
 
     def with_kernel(self, kernel: Kernel) -> Prepared:
         """The same preparation around another kernel (a copy's)."""
