@@ -670,7 +670,11 @@ def test_tensors_diface_cannot_use_give_diface_errors_before_anything_is_written
             "meta",
             lambda b: di.jacobian(torch.sin, b, x, out=torch.empty(2, 2, dtype=D, device="meta")),
         ),
-        (di.ArgumentError, "meta", lambda b: di.prepare_jacobian(torch.sin, b, x)(meta)),
+        (  # a prepared call compares x's device with the preparation's (the plan's accept test)
+            di.PreparationMismatchError,
+            "device cpu at preparation, meta now",
+            lambda b: di.prepare_jacobian(torch.sin, b, x)(meta),
+        ),
         (
             di.PreparationMismatchError,
             "device cpu at preparation, meta now",

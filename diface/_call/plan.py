@@ -448,7 +448,7 @@ def _structured_stages(
     op, codec, delivery, kernel = p.op, p.codec, p.delivery, p.kernel
     assert codec is not None
     name, kind, has_aux = op.full_name if full else op.name, op.kinds[-1], p.settings.has_aux
-    imag, numpy_in = codec.imag, p.to_user and not p.takes_numpy
+    imag, native_type = codec.imag, p.native_type
     run, deliver, result = kernel.run, delivery.deliver, delivery.result
     decode, decode_all = codec.decode, codec.decode_all
     to_user, to_numpy = p.to_user, p.ops.to_numpy
@@ -457,7 +457,7 @@ def _structured_stages(
         xf = ravel(leaves) if ravel is not None else codec.x_in(x, leaves, True, name)
         if imag:
             contexts = codec.call_contexts(x, leaves, contexts)
-        xn = x_in(p, xf) if numpy_in else xf
+        xn = xf if type(xf) is native_type else x_in(p, xf)  # NumPy scalars too, where arrays go as they are
         cv = context_values(p, contexts, xn) if contexts else ()
         if program is not None:
             return decode(kind, to_numpy(program(xn, cv)) if to_user else program(xn, cv))
