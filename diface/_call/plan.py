@@ -103,11 +103,10 @@ def _arrays(p: Prepared, full: bool, general: Call) -> Plan:
     # NumPy arguments go to a kernel that takes them as they are only as arrays (not NumPy scalars)
     numpy_in = p.to_user and not (p.takes_numpy and x_spec[0] is np.ndarray)
     ops, batched = p.ops, p.batch is not None
-    tangent_types = () if op.tangent is None else tuple(s[0] for s in guard.signature.specs[1 : 1 + (p.batch or 1)])
-    # the direct programs take the arguments as the user passes them: native ones, or NumPy ones
-    # where the kernel takes them
-    usable = not p.to_user or (p.takes_numpy and x_spec[0] is np.ndarray)
-    usable = usable and all(t is x_spec[0] for t in tangent_types)
+    tangent_types = tuple(s[0] for s in guard.signature.specs[1 : 1 + n_tangents])
+    # the direct programs take the arguments as the user passes them: native ones, or NumPy arrays
+    # where the kernel takes them (the tangents of x's type)
+    usable = not numpy_in and all(t is x_spec[0] for t in tangent_types)
     run, route_run = kernel.run, "kernel.run"
     program: Callable | None = None
     if not full and usable and not settings.same_point:
