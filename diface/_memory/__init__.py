@@ -1,0 +1,3 @@
+"""Reverse mode at bounded memory: `checkpoint` (a function whose intermediates are recomputed, not
+kept), `scan` (a loop of known length on a binomial checkpointing schedule), the schedules, and the
+registry through which each engine gives its own mechanism (`engines`)."""
