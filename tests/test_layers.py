@@ -47,6 +47,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "diface._call.trees",
             "diface._user_code",
             "diface._boundary",
+            "diface._memory",
             "diface._gmres",
             "diface._executors",
             "diface._sparse._coloring",
