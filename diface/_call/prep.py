@@ -96,6 +96,13 @@ class Prep:
         self._routes = (plain.route, full.route)
 
     @property
+    def report(self) -> Any:
+        """What the engine says about how this preparation computes, where it has something to say, else
+        None: `AutoTape` its memory plan (a `MemoryReport`: segments, snapshots, recomputation, peak
+        bytes), finite differences an error estimate (Taylor), Laplacians their method."""
+        return self.kernel.report
+
+    @property
     def route(self) -> dict[str, Route]:
         """Which stages a call of the prepared specs takes, per variant (`{"gradient": Route(...),
         "value_and_gradient": Route(...)}`): what the accept stage tests, how arguments are converted,

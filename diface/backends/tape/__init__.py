@@ -31,7 +31,8 @@ not load the tape), checked by tests/test_tape_layers.py.
    inside NumPy object arrays);
 3. `sweeps/`, running a tape: `interpret` (on any values, and so recording its sweeps), `compile` (the
    prepared forward replay and reverse sweep over planned buffers), `tangent` (the forward-mode sweep,
-   symbolic in batches), `seeds` (identity seeds of basis sweeps);
+   symbolic in batches), `seeds` (identity seeds of basis sweeps), `segments` (sweeps within a memory
+   budget: the tape cut into segments recomputed from snapshots on a binomial schedule);
 4. `tracing/`: `tracer`, the traced array NumPy dispatches to, with its Python operators and methods
    (`array_methods`);
 5. what each NumPy and SciPy function records, registered with `data.dispatch` when imported
@@ -55,7 +56,8 @@ not load the tape), checked by tests/test_tape_layers.py.
 7. what the core calls: `kernels/`: `first_order` (gradient, derivative, pushforward, pullback,
    jacobian), `linearize` (linearizations: one forward replay, then batched sweeps), `second_order`
    (the derivative map recorded as a tape and linearized), `sparse` (compressed Jacobians in one
-   replay), `boundary` (AutoTape as the outer engine of `DifferentiateWith`); `analysis/`: `taylor`
+   replay), `boundary` (AutoTape as the outer engine of `DifferentiateWith`), `bounded` (the
+   kernels' sweeps within `memory=` or as `di.checkpoint`/`di.scan` marked f, and their report); `analysis/`: `taylor`
    (Taylor mode and the exact Laplacian), `sparsity` (global sparsity on index sets), `inverse`
    (inverse accumulation, with `inverse_plan`, `inverse_sites`, `inverse_steps`).
 """
@@ -76,6 +78,7 @@ from ..._engines import register_engine
 from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel
 from ..._linearization import Linearizer
+from ..._memory.budget import parse_memory
 from ..._problem import Problem
 
 __all__ = ["AutoTape"]
@@ -104,6 +107,12 @@ class AutoTape(Backend):
             reverse sweeps and derivatives forward ones unless the other mode is forced). "auto" sweeps
             the smaller side (the columns when x has fewer elements than f's output) and, where the
             sizes are close, times both at preparation.
+        memory: None (default: every value a reverse sweep reads is kept), or a budget in bytes (a
+            number, or a string such as "1GB" or "512MB"). With a budget, f is recorded without holding
+            every value, and where a reverse sweep keeping every value would need more, the tape is cut
+            into segments recomputed from a few snapshots on the binomial (Revolve) schedule: the same
+            derivatives, within the budget, for more forward runs. `prep.report` says what was chosen
+            (see docs/memory.md).
 
     Example:
         >>> import numpy as np, diface as di
@@ -112,9 +121,21 @@ class AutoTape(Backend):
         >>> x = np.array([0.0, 1.0, 2.0])
         >>> np.allclose(prep.gradient(x), np.cos(x) * x[::-1] + np.sin(x)[::-1])
         True
+
+        A long loop within a budget:
+
+        >>> def simulate(p):
+        ...     u = np.ones(1000)
+        ...     for _ in range(500):
+        ...         u = u + 0.01 * (np.tanh(u) * p - u)
+        ...     return np.sum(u**2)
+        >>> prep = di.prepare_gradient(simulate, di.AutoTape(memory="1MB"), np.zeros(1000))
+        >>> prep.report.strategy, prep.report.peak_bytes <= 1_000_000
+        ('binomial', True)
     """
 
     mode: str = "auto"
+    memory: int | str | None = None
 
     native_modes: ClassVar[frozenset[str]] = frozenset({"forward", "reverse"})
     supports_inplace: ClassVar[bool] = True
@@ -125,6 +146,22 @@ class AutoTape(Backend):
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "forward", "reverse"):
             raise ArgumentError(f"AutoTape: mode must be 'auto', 'forward' or 'reverse', got {self.mode!r}")
+        self.budget  # noqa: B018 - parsed now: a bad memory= fails here, before any f runs
+
+    def __repr__(self) -> str:
+        memory = "" if self.memory is None else f", memory={self.memory!r}"
+        return f"AutoTape(mode={self.mode!r}{memory})"
+
+    @property
+    def budget(self) -> int | None:
+        """`memory` in bytes (None: no budget)."""
+        try:
+            return parse_memory(self.memory)
+        except ValueError as e:
+            raise ArgumentError(
+                f"AutoTape: memory must be None, a positive number of bytes or a string such as '1GB', "
+                f"'512MB' or '2GiB'; {e}"
+            ) from None
 
     def as_outer_of(self, inner: Backend) -> Backend:
         if not isinstance(inner, AutoTape):
@@ -144,7 +181,7 @@ class AutoTape(Backend):
         # the recording knows the output: the kernel prepared next takes it instead of tracing again
         from .recording.record import recording_for
 
-        return recording_for(problem).output_spec()
+        return recording_for(problem, self.budget).output_spec()
 
     def detect_sparsity(self, problem: Problem, order: int) -> Any:
         """The global pattern from f's recording, run on index sets (see `diface.backends.tape.analysis.sparsity`);
@@ -176,26 +213,26 @@ class AutoTape(Backend):
     def prepare_pullback(self, problem: Problem, cotangents: tuple) -> Kernel:
         from .kernels.first_order import PullbackKernel
 
-        return PullbackKernel(problem, len(cotangents)).kernel()
+        return PullbackKernel(problem, len(cotangents), self.budget).kernel()
 
     def prepare_pushforward(self, problem: Problem, tangents: tuple) -> Kernel:
         from .kernels.first_order import PushforwardKernel
 
-        return PushforwardKernel(problem, len(tangents)).kernel()
+        return PushforwardKernel(problem, len(tangents), self.budget).kernel()
 
     def prepare_gradient(self, problem: Problem) -> Kernel:
         if self.mode == "forward":  # forced: the columns of the Jacobian, through the linearization
             return _derive.derive_jacobian(self, problem)
         from .kernels.first_order import GradientKernel
 
-        return GradientKernel(problem).kernel()
+        return GradientKernel(problem, budget=self.budget).kernel()
 
     def prepare_derivative(self, problem: Problem) -> Kernel:
         if self.mode == "reverse":
             return _derive.derive_jacobian(self, problem)
         from .kernels.first_order import DerivativeKernel
 
-        return DerivativeKernel(problem).kernel()
+        return DerivativeKernel(problem, budget=self.budget).kernel()
 
     def prepare_sparse_jacobian(self, problem: Problem, coloring: Any) -> Kernel:
         """The compressed products in one replay of the tape (`diface.backends.tape.kernels.sparse`)."""
@@ -237,7 +274,7 @@ class AutoTape(Backend):
         from .kernels.first_order import JacobianKernel
 
         return _derive.choose_kernel(
-            self, problem, lambda mode: JacobianKernel(problem, mode, self.max_batch_size).kernel()
+            self, problem, lambda mode: JacobianKernel(problem, mode, self.max_batch_size, self.budget).kernel()
         )
 
 

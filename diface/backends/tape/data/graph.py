@@ -10,6 +10,7 @@ parameters (axes, shapes, index templates: metadata, never differentiated).
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,10 @@ __all__ = ["GUARD_OUTPUT", "Node", "Slot", "Tape", "Traced", "current_tape", "re
 
 #: the `output` of a node that writes nothing (guards)
 GUARD_OUTPUT = -1
+
+#: a lean recording keeps the values of this many newest slots whoever holds them (a primitive's
+#: recording may hold the slots it just made as numbers before it wraps them in traced arrays)
+_RECENT = 64
 
 
 _RECORDING = threading.local()  # .tapes: the tapes this thread is recording, innermost last
@@ -142,6 +147,20 @@ class Tape:
         self.captures: list[tuple[int, int]] = []
         self._captured: dict[int, int] = {}
         self._unbounded: tuple[int, tuple[frozenset[int], bool]] = (-1, (frozenset(), False))
+        #: a lean recording (`lean`): the traced arrays alive, the computed values not yet let go, their bytes
+        self.holders: list[weakref.ref] | None = None
+        self._pending: list[int] = []
+        self._pending_bytes = 0
+        self._sweep_at = 0
+        #: what `di.checkpoint` and `di.scan` marked while recording: (kind, first node, end node, detail)
+        self.marks: list[tuple[str, int, int, Any]] = []
+
+    def lean(self, budget: int) -> None:
+        """Record without holding every value: a computed floating-point value is let go once no traced
+        array holds its slot any more (no later step can read it; the replays recompute what they need),
+        checked whenever the values held since the last check pass an eighth of `budget` bytes."""
+        self.holders = []
+        self._sweep_at = max(budget // 8, 1 << 20)
 
     # -- building ---------------------------------------------------------------------------------
     def add_slot(self, value: Any, kind: str, active: bool, variable: bool, weak: bool = False, node: int = -1) -> int:
@@ -149,7 +168,33 @@ class Tape:
         dtype = np.result_type(value) if weak else value.dtype
         self.slots.append(Slot(shape, dtype, kind, active, variable, weak, node))
         self.values.append(value)
+        if self.holders is not None and kind == "node" and dtype.kind in "fc":
+            self._pending.append(len(self.slots) - 1)
+            self._pending_bytes += value.nbytes
         return len(self.slots) - 1
+
+    def _let_go(self) -> None:
+        """Forget the values of a lean recording's computed slots that no traced array holds (see `lean`)."""
+        assert self.holders is not None
+        recent = len(self.slots) - _RECENT
+        alive = [r for r in self.holders if r() is not None]
+        self.holders[:] = alive
+        held = set()
+        for r in alive:
+            h = r()
+            if h is not None:
+                held.add(h._slot)
+        values = self.values
+        pending = []
+        kept = 0
+        for s in self._pending:
+            if s in held or s >= recent:
+                pending.append(s)
+                kept += values[s].nbytes
+            else:
+                values[s] = None
+        self._pending, self._pending_bytes = pending, kept
+        self._sweep_at = max(self._sweep_at, 2 * kept)
 
     def literal(self, value: Any, owned: bool = False) -> int:
         """A slot for a value fixed at recording (a Python number stays a weak Python number); an array is
@@ -177,6 +222,8 @@ class Tape:
                 "a value traced by AutoTape was used after f returned (it escaped the recording, e.g. "
                 "through a global or a closure); keep traced values inside f"
             )
+        if self._pending_bytes > self._sweep_at:
+            self._let_go()
         slots = []
         concrete = []
         for a in args:

@@ -22,6 +22,8 @@ from ..data.graph import Traced
 from ..recording.record import Recording, record, take_recording
 from ..recording.replay import Replay, Replays, at_recorded_point, concrete, fresh, holds, traced_env
 from ..sweeps.interpret import jvp, vjp
+from ..sweeps.segments import Segmented
+from .bounded import bounded_for, report_of
 from ..sweeps.seeds import FIXED_SEEDS, identity_seed
 
 __all__ = ["DerivativeKernel", "GradientKernel", "JacobianKernel", "PullbackKernel", "PushforwardKernel"]
@@ -38,13 +40,20 @@ class _Kernel:
 
     #: compile even for a single call (the Jacobian runs many sweeps)
     compile_single_use = False
+    #: its sweeps run in reverse (what `di.checkpoint` and `di.scan` marks segment)
+    reverse = True
 
-    def __init__(self, problem: Problem, replayed: bool = True) -> None:
+    def __init__(self, problem: Problem, replayed: bool = True, budget: int | None = None) -> None:
         self.problem = problem
+        self.budget = budget
+        rec = take_recording(problem, budget)
+        #: the segmented sweeps (a memory budget, or marks), else None: a compiled replay
+        self.bounded = bounded_for(rec, budget, self.reverse, problem.single_use) if replayed else None
+        self.report = report_of(None if self.bounded is None else self.bounded.plan, rec, budget, self.reverse)
         #: calls replay a compiled tape (else they differentiate the recorded values, or record)
-        self.compiled = replayed and (not problem.single_use or self.compile_single_use)
-        now = replayed and not problem.single_use
-        self.replays = Replays(take_recording(problem), self._record, self.prime, now, problem.context_values)
+        self.compiled = self.bounded is None and replayed and (not problem.single_use or self.compile_single_use)
+        now = self.bounded is None and replayed and not problem.single_use
+        self.replays = Replays(rec, self._record, self.prime, now, problem.context_values)
 
     @property
     def rec(self) -> Recording:
@@ -52,17 +61,18 @@ class _Kernel:
         return self.replays.rec
 
     def _record(self, x: Any, cv: tuple, y: Any) -> Recording:
-        return record(self.problem.f, x, self.problem.contexts, cv, y)
+        return record(self.problem.f, x, self.problem.contexts, cv, y, self.budget)
 
     def copy(self) -> _Kernel:
         """An independent kernel: the same recording, its own buffers (built for this thread now)."""
         twin = copy.copy(self)
-        twin.replays = self.replays.copy(self.compiled and not self.problem.single_use, twin._record, twin.prime)
+        if self.bounded is None:
+            twin.replays = self.replays.copy(self.compiled and not self.problem.single_use, twin._record, twin.prime)
         return twin
 
     def kernel(self) -> Kernel:
         """This kernel as the core takes it (copied with `copy`)."""
-        return Kernel(self.run, copy=lambda: self.copy().kernel())
+        return Kernel(self.run, copy=lambda: self.copy().kernel(), report=self.report)
 
     def prime(self, replay: Replay) -> Any:
         """Build the sweeps the calls will run (so that calls only run them); returns `replay.main`."""
@@ -72,6 +82,8 @@ class _Kernel:
     def run(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         if holds(x) or holds(extra) or holds(cv):
             return self._on_traced(x, extra, cv, y, full)
+        if self.bounded is not None:
+            return self._segmented(x, extra, cv, y, full)
         if not self.compiled:
             return self._unprepared(x, extra, cv, y, full)
         replay = self.replays.run(x, cv, y)
@@ -96,6 +108,21 @@ class _Kernel:
         value = y if y is not None else output if full else None
         return Result(value, result=self.interpreted(tape, env, extra))
 
+    def _segmented(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
+        seg = self.bounded
+        assert seg is not None
+        rec = self.rec
+        if rec.statics and not rec.statics_match(cv):
+            rec = self._record(x, cv, y)
+            seg = bounded_for(rec, self.budget, self.reverse, True) or Segmented(rec.tape, seg.plan)
+        value, result = self.segmented(seg, np.asarray(x), cv, extra)
+        if y is not None:
+            np.copyto(y, value)
+            value = y
+        elif full:
+            value = fresh(value)
+        return Result(value if y is not None or full else None, result=result)
+
     def _on_traced(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
         if y is not None:
             raise NotSupportedError("AutoTape cannot differentiate an in-place function f(y, x) inside a traced f")
@@ -111,6 +138,10 @@ class _Kernel:
         raise NotImplementedError
 
     def interpreted(self, tape: Any, env: list, extra: Any) -> Any:
+        raise NotImplementedError
+
+    def segmented(self, seg: Segmented, x: Any, cv: tuple, extra: Any) -> tuple[Any, Any]:
+        """(f's value, the result) by the segmented sweeps."""
         raise NotImplementedError
 
 
@@ -144,6 +175,12 @@ class GradientKernel(_Kernel):
         x = tape.slots[tape.x]
         return _zeros_or(g, x.shape, x.dtype)
 
+    def segmented(self, seg: Segmented, x: Any, cv: tuple, extra: Any) -> tuple[Any, Any]:
+        tape = seg.tape
+        out, xs = tape.slots[tape.output], tape.slots[tape.x]
+        value, (g,) = seg.pull(x, cv, [np.ones(out.shape, out.dtype)])
+        return value, _zeros_or(g, xs.shape, xs.dtype)
+
 
 class _BatchedKernel(_Kernel):
     """A sweep over a batch of tangents (pushforward) or cotangents (pullback): one sweep with a leading
@@ -151,9 +188,9 @@ class _BatchedKernel(_Kernel):
 
     kind = "?"
 
-    def __init__(self, problem: Problem, n: int) -> None:
+    def __init__(self, problem: Problem, n: int, budget: int | None = None) -> None:
         self.n = n
-        super().__init__(problem)
+        super().__init__(problem, budget=budget)
 
     def prime(self, replay: Replay) -> Any:
         return replay.sweep(self.kind, _batch(self.n))
@@ -181,20 +218,39 @@ class PullbackKernel(_BatchedKernel):
         x = tape.slots[tape.x]
         return tuple(_zeros_or(vjp(tape, env, t, order), x.shape, x.dtype) for t in cotangents)
 
+    def segmented(self, seg: Segmented, x: Any, cv: tuple, cotangents: tuple) -> tuple[Any, Any]:
+        xs = seg.tape.slots[seg.tape.x]
+        value, gs = seg.pull(x, cv, [np.asarray(t) for t in cotangents])
+        return value, tuple(_zeros_or(g, xs.shape, xs.dtype) for g in gs)
+
 
 class PushforwardKernel(_BatchedKernel):
     """Forward mode over a batch of input tangents."""
 
     kind = "forward"
+    reverse = False
 
     def interpreted(self, tape: Any, env: list, tangents: tuple) -> Any:
         order = tape.forward_nodes()
         y = tape.slots[tape.output]
         return tuple(_zeros_or(jvp(tape, env, t, order), y.shape, y.dtype) for t in tangents)
 
+    def segmented(self, seg: Segmented, x: Any, cv: tuple, tangents: tuple) -> tuple[Any, Any]:
+        ys = seg.tape.slots[seg.tape.output]
+        value, ts = seg.push(x, cv, [np.asarray(t) for t in tangents])
+        return value, tuple(_zeros_or(t, ys.shape, ys.dtype) for t in ts)
+
 
 class DerivativeKernel(_Kernel):
     """Forward mode, seed 1 (a scalar input)."""
+
+    reverse = False
+
+    def segmented(self, seg: Segmented, x: Any, cv: tuple, extra: Any) -> tuple[Any, Any]:
+        tape = seg.tape
+        xs, ys = tape.slots[tape.x], tape.slots[tape.output]
+        value, (t,) = seg.push(x, cv, [np.ones(xs.shape, xs.dtype)])
+        return value, _zeros_or(t, ys.shape, ys.dtype)
 
     def prime(self, replay: Replay) -> Any:
         sweep = replay.sweep("forward", None)
@@ -217,11 +273,40 @@ class JacobianKernel(_Kernel):
 
     compile_single_use = True
 
-    def __init__(self, problem: Problem, mode: str, max_batch: int) -> None:
+    def __init__(self, problem: Problem, mode: str, max_batch: int, budget: int | None = None) -> None:
         self.mode = mode
+        self.reverse = mode == "reverse"
         self.max_batch = max_batch
         self.dtype = np.result_type(problem.x_dtype, problem.y_spec[1])
-        super().__init__(problem)
+        super().__init__(problem, budget=budget)
+
+    def segmented(self, seg: Segmented, x: Any, cv: tuple, extra: Any) -> tuple[Any, Any]:
+        """Rows (reverse: the output basis, `max_batch` cotangents per schedule run) or columns (forward:
+        one streamed pass per column)."""
+        tape = seg.tape
+        xs, ys = tape.slots[tape.x], tape.slots[tape.output]
+        n, m = size_of(xs.shape), size_of(ys.shape)
+        jac = np.zeros((m, n), self.dtype)
+        value = None
+        size = m if self.reverse else n
+        for lo in range(0, max(size, 1), self.max_batch):
+            hi = min(lo + self.max_batch, size)
+            basis = []
+            for i in range(lo, hi):
+                e = np.zeros(size, ys.dtype if self.reverse else xs.dtype)
+                e[i] = 1
+                basis.append(e.reshape(ys.shape if self.reverse else xs.shape))
+            if self.reverse:
+                value, rows = seg.pull(x, cv, basis)
+                for i, r in zip(range(lo, hi), rows):
+                    if r is not None:
+                        jac[i, :] = np.reshape(r, -1)
+            else:
+                value, cols = seg.push(x, cv, basis)
+                for i, c in zip(range(lo, hi), cols):
+                    if c is not None:
+                        jac[:, i] = np.reshape(c, -1)
+        return value, jac.reshape(ys.shape + xs.shape)
 
     def prime(self, replay: Replay) -> Any:
         """(x shape, y shape, chunks): the sizes come from the replay's recording, each chunk is

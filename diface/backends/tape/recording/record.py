@@ -87,10 +87,13 @@ def same_value(a: Any, b: Any) -> bool:
         return False
 
 
-def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any) -> Recording:
-    """Trace `f` at `x` with context values `cv` (and the output buffer `y` of an in-place f)."""
+def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any, budget: int | None = None) -> Recording:
+    """Trace `f` at `x` with context values `cv` (and the output buffer `y` of an in-place f); with a
+    memory `budget` (bytes), leanly: values no traced array holds any more are let go (`Tape.lean`)."""
     install_hooks()
     tape = Tape()
+    if budget is not None:
+        tape.lean(budget)
     xv = np.array(x, copy=True)
     if xv.dtype.kind == "c":
         raise NotSupportedError(_COMPLEX_ENDS.format("x is"))
@@ -157,19 +160,23 @@ def _bind(tape: Tape, kind: str, ci: int, path: tuple, v: Any, statics: list) ->
     return v
 
 
-def recording_for(problem: Any) -> Recording:
+def recording_for(problem: Any, budget: int | None = None) -> Recording:
     """The recording of a problem's f, made once: `AutoTape.output_spec` makes it, the first kernel
-    prepared for the problem takes it over (see `take_recording`)."""
+    prepared for the problem takes it over (see `take_recording`); lean with a memory `budget`."""
     rec = problem.memo.get(_MEMO)
     if rec is None:
-        rec = problem.memo[_MEMO] = record(problem.f, problem.x, problem.contexts, problem.context_values, problem.y)
+        rec = problem.memo[_MEMO] = record(
+            problem.f, problem.x, problem.contexts, problem.context_values, problem.y, budget
+        )
     return rec
 
 
-def take_recording(problem: Any) -> Recording:
+def take_recording(problem: Any, budget: int | None = None) -> Recording:
     """The problem's recording for a kernel to own: the one `recording_for` made, else a new one."""
     rec = problem.memo.pop(_MEMO, None)
-    return rec if rec is not None else record(problem.f, problem.x, problem.contexts, problem.context_values, problem.y)
+    if rec is not None:
+        return rec
+    return record(problem.f, problem.x, problem.contexts, problem.context_values, problem.y, budget)
 
 
 _MEMO = "AutoTape recording"

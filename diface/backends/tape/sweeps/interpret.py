@@ -24,9 +24,9 @@ from ..prims.elementwise import Ufunc, has_nan, quiet
 from ..prims.prim import HOLOMORPHIC, InputsFrom, conjugated, reduce_to, shape_of
 
 #: every node (a sweep taking strong products throughout)
-_EVERY = InputsFrom(0)
+EVERY = InputsFrom(0)
 
-__all__ = ["jvp", "jvp_from", "replay", "vjp", "vjp_to"]
+__all__ = ["EVERY", "jvp", "jvp_from", "pull", "push", "replay", "vjp", "vjp_to"]
 
 
 def replay(tape: Tape, env: list, live: list[int]) -> list:
@@ -79,38 +79,43 @@ def _strong_where_needed(sweep: Any, tape: Tape, env: list, seed: Any, order: li
         r = sweep(tape, env, seed, order, ())
         values = r.values() if isinstance(r, dict) else () if r is None else (r,)  # every slot's (vjp_to)
         if any(has_nan(np.asarray(v)) for v in values):
-            r = sweep(tape, env, seed, order, _EVERY)
+            r = sweep(tape, env, seed, order, EVERY)
         return r
 
 
 def _jvp(tape: Tape, env: list, tangent: Any, order: list[int], strong: Container[int]) -> Any:
     """`jvp`, the products of the nodes in `strong` strong."""
-    slots, nodes = tape.slots, tape.nodes
     tangents: dict[int, Any] = dict(tangent) if isinstance(tangent, dict) else {tape.x: tangent}
     watch = isinstance(env[tape.x], Traced)  # recording the rules (second order): name them in errors
     try:
         for k in order:
-            node = nodes[k]
-            prim = node.prim
-            nondiff = prim.nondiff
-            ts = tuple(None if i in nondiff else tangents.get(s) for i, s in enumerate(node.inputs))
-            if all(t is None for t in ts):
-                continue
-            ins = tuple(env[s] for s in node.inputs)
-            if watch:
-                recording_rule(prim)
-            if k in strong and isinstance(prim, Ufunc):
-                t = prim.jvp(ins, env[node.output], ts, 0, guard=True)
-            else:
-                t = prim.jvp(ins, env[node.output], ts, 0, **node.params)
-            shape = slots[node.output].shape
-            if shape_of(t) != shape:
-                t = np.broadcast_to(t, shape)
-            tangents[node.output] = t
+            push(tape, env, k, tangents, k in strong, watch)
     finally:
         if watch:
             recording_rule(None)
     return tangents.get(tape.output)
+
+
+def push(tape: Tape, env: list, k: int, tangents: dict[int, Any], strong: bool, watch: bool = False) -> None:
+    """Set the tangent of node k's output in `tangents` (slot -> tangent) from its inputs' there (nothing
+    if none has one); `strong`: strong products (a ufunc's)."""
+    node = tape.nodes[k]
+    prim = node.prim
+    nondiff = prim.nondiff
+    ts = tuple(None if i in nondiff else tangents.get(s) for i, s in enumerate(node.inputs))
+    if all(t is None for t in ts):
+        return
+    ins = tuple(env[s] for s in node.inputs)
+    if watch:
+        recording_rule(prim)
+    if strong and isinstance(prim, Ufunc):
+        t = prim.jvp(ins, env[node.output], ts, 0, guard=True)
+    else:
+        t = prim.jvp(ins, env[node.output], ts, 0, **node.params)
+    shape = tape.slots[node.output].shape
+    if shape_of(t) != shape:
+        t = np.broadcast_to(t, shape)
+    tangents[node.output] = t
 
 
 def _vjp(tape: Tape, env: list, cotangent: Any, order: list[int], strong: Container[int]) -> Any:
@@ -119,39 +124,45 @@ def _vjp(tape: Tape, env: list, cotangent: Any, order: list[int], strong: Contai
 
 
 def _adjoints(tape: Tape, env: list, cotangent: Any, order: list[int], strong: Container[int]) -> dict[int, Any]:
-    slots, nodes = tape.slots, tape.nodes
     adjoints: dict[int, Any] = {tape.output: cotangent}
     watch = isinstance(env[tape.x], Traced)  # recording the rules (second order): name them in errors
     try:
         for k in order:
-            node = nodes[k]
-            g = adjoints.get(node.output)
-            if g is None:
-                continue
-            prim = node.prim
-            nondiff = prim.nondiff
-            ins = tuple(env[s] for s in node.inputs)
-            y = env[node.output]
-            if watch:
-                recording_rule(prim)
-            if prim.complex == HOLOMORPHIC and slots[node.output].dtype.kind == "c":
-                # the adjoint of a complex derivative: the rule at the conjugated values (`Prim.complex`)
-                ins, y = tuple(conjugated(v) for v in ins), conjugated(y)
-            guard = k in strong and isinstance(prim, Ufunc)
-            for i, s in enumerate(node.inputs):
-                if i in nondiff or not slots[s].active:
-                    continue
-                previous = adjoints.get(s)
-                if previous is not None:
-                    both = prim.vjp_accumulate(i, ins, y, g, previous, **node.params)
-                    if both is not None:
-                        adjoints[s] = both
-                        continue
-                c = prim.vjp(i, ins, y, g, 0, guard=True) if guard else prim.vjp(i, ins, y, g, 0, **node.params)
-                if prim.elementwise:
-                    c = reduce_to(c, slots[s].shape)
-                adjoints[s] = c if previous is None else np.add(previous, c)
+            pull(tape, env, k, adjoints, k in strong, watch)
     finally:
         if watch:
             recording_rule(None)
     return adjoints
+
+
+def pull(tape: Tape, env: list, k: int, adjoints: dict[int, Any], strong: bool, watch: bool = False) -> None:
+    """Add node k's contributions to the cotangents of its inputs in `adjoints` (slot -> cotangent), from
+    its output's cotangent there (nothing if it has none); `strong`: strong products (a ufunc's)."""
+    node = tape.nodes[k]
+    g = adjoints.get(node.output)
+    if g is None:
+        return
+    slots = tape.slots
+    prim = node.prim
+    nondiff = prim.nondiff
+    ins = tuple(env[s] for s in node.inputs)
+    y = env[node.output]
+    if watch:
+        recording_rule(prim)
+    if prim.complex == HOLOMORPHIC and slots[node.output].dtype.kind == "c":
+        # the adjoint of a complex derivative: the rule at the conjugated values (`Prim.complex`)
+        ins, y = tuple(conjugated(v) for v in ins), conjugated(y)
+    guard = strong and isinstance(prim, Ufunc)
+    for i, s in enumerate(node.inputs):
+        if i in nondiff or not slots[s].active:
+            continue
+        previous = adjoints.get(s)
+        if previous is not None:
+            both = prim.vjp_accumulate(i, ins, y, g, previous, **node.params)
+            if both is not None:
+                adjoints[s] = both
+                continue
+        c = prim.vjp(i, ins, y, g, 0, guard=True) if guard else prim.vjp(i, ins, y, g, 0, **node.params)
+        if prim.elementwise:
+            c = reduce_to(c, slots[s].shape)
+        adjoints[s] = c if previous is None else np.add(previous, c)

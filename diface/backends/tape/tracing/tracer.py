@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import operator
 import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -61,6 +62,9 @@ class TapeArray(Traced, Operators):
         self._seen = 0
         self._version = 0
         self._readonly = False
+        holders = tape.holders
+        if holders is not None:  # a lean recording lets go of the values no traced array holds
+            holders.append(weakref.ref(self))
 
     def _wrap(self, slot: int) -> TapeArray:
         return TapeArray(self._tape, slot)

@@ -1,0 +1,459 @@
+"""Sweeps within a memory budget: the tape cut into segments, a few snapshots, and each segment
+recomputed from the snapshot before it when the reverse sweep reaches it.
+
+A segment is a stretch of the tape's live nodes; its cut is the set of computed values alive across
+its start (written before it, read in it or later, or the output): a snapshot is a cut's values. The
+cuts are chosen where few bytes cross (between the steps of a loop, only the carry does), so that no
+segment computes more than about a quarter of the budget and the snapshots fill most of the rest. The
+order of recomputation is a schedule of `diface._memory.schedule`: binomial (Revolve) where the
+snapshots are fewer than the segments, which is the fewest recomputations for that many snapshots.
+Where `di.checkpoint` or `di.scan` marked the recording, the marks are the cuts instead (`mark_plan`).
+
+The sweeps run on values as `sweeps.interpret` does (allocating as they go), letting go of every value
+after its last reader: the forward-mode sweep (`Segmented.push`) needs no snapshot at all. A reverse
+sweep over B cotangents keeps B adjoint states (the cotangents of a cut); one over traced values
+(second order) is not segmented (see `kernels.bounded`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...._errors import ArgumentError
+from ...._memory.schedule import Action, actions, advanced_steps
+from ..data.graph import GUARD_OUTPUT, Tape
+from ..prims.elementwise import has_nan, quiet
+from .interpret import pull, push
+
+__all__ = ["Plan", "Segmented", "budget_plan", "mark_plan", "unbounded_bytes"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where the tape is cut and in which order the segments are recomputed.
+
+    order: the live nodes, in order; bounds: the segments as positions in `order` (0 first, len(order)
+    last); cuts: the computed slots alive across each bound; keep: per segment, whether the first
+    forward pass keeps its values for the reverse sweep (a stretch `di.checkpoint` did not mark);
+    schedule: the actions over the segments (None: every segment's values kept, no recomputation);
+    snapshots: the most snapshots alive at once; peak_bytes: the most bytes of values, snapshots and
+    cotangents held at once (estimated from the recording's shapes).
+    """
+
+    order: tuple[int, ...]
+    bounds: tuple[int, ...]
+    cuts: tuple[tuple[int, ...], ...]
+    keep: tuple[bool, ...]
+    schedule: tuple[Action, ...]
+    snapshots: int
+    peak_bytes: int
+    budget: int | None
+
+    @property
+    def segments(self) -> int:
+        return len(self.bounds) - 1
+
+    @property
+    def recomputation(self) -> float:
+        """Forward runs of the tape per reverse sweep, counting the one the reverse sweep needs (1: no
+        recomputation)."""
+        return (advanced_steps(list(self.schedule)) + self.segments) / max(self.segments, 1)
+
+
+def _nbytes(tape: Tape, s: int) -> int:
+    slot = tape.slots[s]
+    return 8 if slot.weak else int(np.prod(slot.shape, dtype=np.int64)) * slot.dtype.itemsize
+
+
+class _Liveness:
+    """Per live node: the bytes it computes, and per position between nodes the bytes alive across."""
+
+    def __init__(self, tape: Tape) -> None:
+        self.tape = tape
+        order = tape.live_nodes()
+        nodes, slots = tape.nodes, tape.slots
+        last: dict[int, int] = {}
+        for p, k in enumerate(order):
+            for s in nodes[k].inputs:
+                last[s] = p
+        last[tape.output] = len(order)
+        computed = [0] * len(order)
+        across = [0] * (len(order) + 1)
+        alive = 0
+        for p, k in enumerate(order):
+            across[p] = alive
+            out = nodes[k].output
+            if out != GUARD_OUTPUT:
+                computed[p] = _nbytes(tape, out)
+                if last.get(out, -1) > p:
+                    alive += computed[p]
+            for s in set(nodes[k].inputs):
+                if last.get(s) == p and slots[s].kind == "node":
+                    alive -= _nbytes(tape, s)
+        across[len(order)] = alive
+        self.order, self.last, self.computed, self.across = order, last, computed, across
+
+    def cut(self, b: int) -> tuple[int, ...]:
+        """The computed slots alive across position b."""
+        nodes, slots = self.tape.nodes, self.tape.slots
+        return tuple(
+            nodes[k].output
+            for k in self.order[:b]
+            if nodes[k].output != GUARD_OUTPUT
+            and slots[nodes[k].output].kind == "node"
+            and self.last.get(nodes[k].output, -1) >= b
+        )
+
+
+def unbounded_bytes(tape: Tape) -> int:
+    """What a reverse sweep keeping every value holds at most: the values its rules read, and about as
+    many cotangents."""
+    return 2 * sum(_nbytes(tape, s) for s in tape.saved_slots()) + 2 * sum(_nbytes(tape, s) for s in (tape.x,))
+
+
+def budget_plan(tape: Tape, budget: int) -> Plan:
+    """Segments of at most about a quarter of `budget` each, cut where the fewest bytes cross, and the
+    binomial schedule over as many snapshots as the rest of the budget holds."""
+    live = _Liveness(tape)
+    n = len(live.order)
+    limit = max(budget // 4, 1)
+    prefix = [0]
+    for c in live.computed:
+        prefix.append(prefix[-1] + c)
+    bounds = [0]
+    best = -1
+    for p in range(n):
+        start = bounds[-1]
+        q = p + 1  # a cut after node p
+        if q < n and prefix[q] - prefix[start] >= limit // 2 and (best < 0 or live.across[q] <= live.across[best]):
+            best = q
+        if prefix[q] - prefix[start] >= limit and best > start:
+            bounds.append(best)
+            best = -1
+    if bounds[-1] != n or n == 0:
+        bounds.append(n)
+    return _finish(tape, live, bounds, None, budget)
+
+
+def mark_plan(tape: Tape) -> Plan | None:
+    """The plan of what `di.checkpoint` and `di.scan` marked (the outermost marks; None if none): a
+    checkpointed call is a segment recomputed from its inputs, a scan's steps are segments on the scan's
+    schedule, and the stretches between them keep their values."""
+    if not tape.marks:
+        return None
+    live = _Liveness(tape)
+    position = {k: p for p, k in enumerate(live.order)}
+
+    def at(node: int) -> int:  # the first live position at or after a node index
+        while node < len(tape.nodes) and node not in position:
+            node += 1
+        return position.get(node, len(live.order))
+
+    outer = []
+    for mark in sorted(tape.marks, key=lambda m: (m[1], -m[2])):
+        if outer and mark[1] < outer[-1][2]:
+            continue  # inside a mark already taken
+        outer.append(mark)
+    bounds = [0]
+    keep: list[bool] = []
+    groups: list[tuple[int, int, Any]] = []  # (first segment, segments, checkpoints spec) of each scan
+    for kind, lo, hi, detail in outer:
+        a, b = at(lo), at(hi)
+        if a > bounds[-1]:
+            bounds.append(a)
+            keep.append(True)
+        if kind == "checkpoint":
+            if b > bounds[-1]:
+                bounds.append(b)
+                keep.append(False)
+            continue
+        steps, spec = detail  # a scan: the node index where each step starts
+        first = len(keep)
+        for start in [*steps[1:], hi]:
+            s = at(start)
+            if s > bounds[-1]:
+                bounds.append(s)
+                keep.append(spec is None)
+        groups.append((first, len(keep) - first, spec))
+    if bounds[-1] < len(live.order):
+        bounds.append(len(live.order))
+        keep.append(True)
+    return _finish(tape, live, bounds, (keep, groups), None)
+
+
+def _finish(tape: Tape, live: _Liveness, bounds: list[int], marked: Any, budget: int | None) -> Plan:
+    m = len(bounds) - 1
+    cuts = tuple(live.cut(b) for b in bounds)
+    cut_bytes = [live.across[b] for b in bounds]
+    work = [2 * sum(live.computed[bounds[i] : bounds[i + 1]]) + cut_bytes[i] + cut_bytes[i + 1] for i in range(m)]
+    if marked is None:
+        keep = (False,) * m
+        largest = max(work, default=0)
+        snapshot = max(cut_bytes[1:-1], default=0)
+        if budget is not None and largest > budget:
+            raise ArgumentError(
+                f"AutoTape(memory={budget}): one step of f needs about {_size(largest)} at once (its values and "
+                f"their cotangents), more than the budget; raise memory= to at least {_size(largest)}"
+            )
+        room = (budget or 0) - largest
+        s = m if snapshot == 0 else max(1, min(m, 1 + room // snapshot))
+        schedule = tuple(actions(m, s)) if m else ()
+    else:
+        keep_list, groups = marked
+        keep = tuple(keep_list)
+        schedule = tuple(_marked_schedule(m, keep, groups))
+        s = _most_alive(schedule)
+    peak = _peak(schedule, work, cut_bytes, keep, live, bounds)
+    return Plan(tuple(live.order), tuple(bounds), cuts, keep, schedule, s, peak, budget)
+
+
+def _marked_schedule(m: int, keep: tuple[bool, ...], groups: list) -> list[Action]:
+    """The first pass forward, then the segments in reverse: a checkpointed segment from a snapshot of its
+    start, a kept one from its values; a scan with a checkpoints spec on that scan's schedule over its
+    steps (its part up to the first reverse in the first pass, the rest after the segments behind it)."""
+    inside = {first: (count, spec) for first, count, spec in groups if spec is not None and count > 1}
+    forward: list[Action] = []
+    backward: list[list[Action]] = []
+    i = 0
+    while i < m:
+        if i in inside:
+            count, spec = inside[i]
+            sub = [Action(a.kind, a.step + i, a.count) for a in actions(count, spec)]
+            first_reverse = next(j for j, a in enumerate(sub) if a.kind == "reverse")
+            alive = _alive_after(sub[:first_reverse])
+            end = i + count - 1  # the state the scan's first reverse starts from
+            forward += sub[:first_reverse]
+            extra = end not in alive
+            if extra:
+                forward.append(Action("save", end))
+            forward.append(Action("advance", i + count))
+            back = [Action("restore", end), *sub[first_reverse:]]
+            back += [Action("free", k) for k in sorted(_alive_after(back, alive | {end}))]
+            backward.append(back)
+            i += count
+        elif keep[i]:
+            forward.append(Action("advance", i + 1))
+            backward.append([Action("reverse", i)])
+            i += 1
+        else:
+            forward += [Action("save", i), Action("advance", i + 1)]
+            backward.append([Action("restore", i), Action("reverse", i), Action("free", i)])
+            i += 1
+    out = forward
+    for part in reversed(backward):
+        out += part
+    return out
+
+
+def _alive_after(schedule: list[Action], alive: set[int] | None = None) -> set[int]:
+    alive = set() if alive is None else set(alive)
+    for a in schedule:
+        if a.kind == "save":
+            alive.add(a.step)
+        elif a.kind == "free":
+            alive.discard(a.step)
+    return alive
+
+
+def _most_alive(schedule: tuple[Action, ...]) -> int:
+    alive = most = 0
+    for a in schedule:
+        if a.kind == "save":
+            alive += 1
+            most = max(most, alive)
+        elif a.kind == "free":
+            alive -= 1
+    return most
+
+
+def _peak(schedule: Any, work: list[int], cut_bytes: list[int], keep: tuple, live: _Liveness, bounds: list) -> int:
+    """The most bytes held at once by the schedule: snapshots alive, kept segments' values, and the
+    working set of the segment being run."""
+    snaps: dict[int, int] = {}
+    kept = 0
+    peak = 0
+    for a in schedule:
+        if a.kind == "save":
+            snaps[a.step] = cut_bytes[a.step]
+        elif a.kind == "free":
+            snaps.pop(a.step, None)
+        elif a.kind == "advance":
+            for i in range(a.step):
+                if keep[i]:
+                    kept = max(kept, sum(live.computed[bounds[i] : bounds[i + 1]]))
+            peak = max(peak, sum(snaps.values()) + kept + max(cut_bytes[: a.step + 1], default=0))
+        elif a.kind == "reverse":
+            peak = max(peak, sum(snaps.values()) + kept + sum(work[a.step : a.step + a.count]))
+    return peak
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+class Segmented:
+    """The sweeps of one tape on one plan (stateless between calls: one may serve many threads)."""
+
+    def __init__(self, tape: Tape, plan: Plan) -> None:
+        self.tape, self.plan = tape, plan
+        nodes, slots = tape.nodes, tape.slots
+        order = plan.order
+        self.last: dict[int, int] = {}
+        for p, k in enumerate(order):
+            for s in nodes[k].inputs:
+                self.last[s] = p
+        self.last[tape.output] = len(order)
+        reverse = set(tape.reverse_nodes())
+        self.pulls = tuple(k in reverse for k in order)
+        self.computed = tuple(slots[s].kind == "node" for s in range(len(slots)))
+        #: computed by a segment whose values the reverse sweep recomputes (the others' are kept)
+        volatile = [False] * len(slots)
+        for i in range(plan.segments):
+            if not plan.keep[i]:
+                for p in range(plan.bounds[i], plan.bounds[i + 1]):
+                    if nodes[order[p]].output != GUARD_OUTPUT:
+                        volatile[nodes[order[p]].output] = True
+        self.volatile = tuple(volatile)
+
+    # -- the environment -------------------------------------------------------------------------------
+    def env(self, x: Any, cv: tuple) -> list:
+        """Inputs and literals set, computed slots empty."""
+        tape = self.tape
+        computed = self.computed
+        env = [None if computed[s] else v for s, v in enumerate(tape.values)]
+        env[tape.x] = x
+        for s, _kind, ci, path in tape.inputs:
+            v = cv[ci]
+            for key in path:
+                v = v[key]
+            env[s] = v
+        return env
+
+    def _run(
+        self, env: list, lo: int, hi: int, keep: bool, tangents: dict | None = None, strong: bool = False
+    ) -> None:
+        """Run the live nodes at positions lo .. hi - 1 (with tangents: the forward-mode sweep too),
+        letting go of each value after its last reader unless `keep` (in reverse mode, of the values the
+        reverse sweep recomputes; in forward mode, of every computed value)."""
+        tape = self.tape
+        nodes, order, last = tape.nodes, self.plan.order, self.last
+        volatile = self.volatile if tangents is None else self.computed
+        output = tape.output
+        for p in range(lo, hi):
+            k = order[p]
+            node = nodes[k]
+            ins = [env[s] for s in node.inputs]
+            if node.output == GUARD_OUTPUT:
+                node.prim.forward(*ins, **node.params)
+            else:
+                r = node.prim(*ins, **node.params)
+                env[node.output] = r if isinstance(r, np.ndarray) else np.asarray(r)
+                if tangents is not None:
+                    push(tape, env, k, tangents, strong)
+            if keep:
+                continue
+            for s in node.inputs:
+                if volatile[s] and last.get(s) == p and s != output:
+                    env[s] = None
+                    if tangents is not None:
+                        tangents.pop(s, None)
+            out = node.output
+            if out != GUARD_OUTPUT and volatile[out] and last.get(out, -1) <= p and out != output:
+                env[out] = None
+                if tangents is not None:
+                    tangents.pop(out, None)
+
+    # -- forward mode ----------------------------------------------------------------------------------
+    def push(self, x: Any, cv: tuple, tangents: list) -> tuple[Any, list]:
+        """f's value and the output tangent of each x tangent: one pass per tangent, no snapshots."""
+        tape = self.tape
+        value = None
+        results = []
+        with quiet():
+            for t in tangents or [None]:
+                env = self.env(x, cv)
+                ts: dict[int, Any] = {} if t is None else {tape.x: t}
+                self._run(env, 0, len(self.plan.order), False, ts)
+                value = env[tape.output]
+                if t is not None:
+                    r = ts.get(tape.output)
+                    if r is not None and has_nan(np.asarray(r)) and tape.unbounded():
+                        ts = {tape.x: t}
+                        self._run(self.env(x, cv), 0, len(self.plan.order), False, ts, strong=True)
+                        r = ts.get(tape.output)
+                    results.append(r)
+        return value, results
+
+    # -- reverse mode ----------------------------------------------------------------------------------
+    def pull(self, x: Any, cv: tuple, seeds: list) -> tuple[Any, list]:
+        """f's value and the cotangent of x for each output cotangent in `seeds`, on the plan's schedule;
+        again with strong products throughout if a result holds a NaN (where the tape may meet one)."""
+        with quiet():
+            value, results = self._pull(x, cv, seeds, False)
+            if self.tape.unbounded() and any(r is not None and has_nan(np.asarray(r)) for r in results):
+                value, results = self._pull(x, cv, seeds, True)
+        return value, results
+
+    def _pull(self, x: Any, cv: tuple, seeds: list, strong: bool) -> tuple[Any, list]:
+        tape, plan = self.tape, self.plan
+        bounds, cuts = plan.bounds, plan.cuts
+        env = self.env(x, cv)
+        adjoints: list[dict[int, Any]] = [{tape.output: s} for s in seeds]
+        snaps: dict[int, dict[int, Any]] = {}
+        value: list = [None]
+        current = 0
+        if not plan.schedule:  # no node: the output is an input or a literal
+            value[0] = env[tape.output]
+        for a in plan.schedule:
+            kind = a.kind
+            if kind == "save":
+                snaps[a.step] = {s: env[s] for s in cuts[a.step]}
+            elif kind == "restore":
+                self._clear(env)
+                for s, v in snaps[a.step].items():
+                    env[s] = v
+                current = a.step
+            elif kind == "free":
+                del snaps[a.step]
+            elif kind == "advance":
+                for i in range(current, a.step):
+                    self._run(env, bounds[i], bounds[i + 1], plan.keep[i])
+                current = a.step
+            else:  # reverse
+                lo, hi = bounds[a.step], bounds[a.step + a.count]
+                if not all(plan.keep[a.step : a.step + a.count]):
+                    self._run(env, lo, hi, True)
+                self._reverse(env, lo, hi, adjoints, strong, value)
+        results = [adj.get(tape.x) for adj in adjoints]
+        return (value[0] if value[0] is not None else env[tape.output]), results
+
+    def _clear(self, env: list) -> None:
+        volatile = self.volatile
+        for s, v in enumerate(env):
+            if v is not None and volatile[s]:
+                env[s] = None
+
+    def _reverse(self, env: list, lo: int, hi: int, adjoints: list, strong: bool, value: list) -> None:
+        """Pull every adjoint state back through positions hi - 1 .. lo, then let go of their values."""
+        tape = self.tape
+        nodes, order, pulls = tape.nodes, self.plan.order, self.pulls
+        output = tape.output
+        if env[output] is not None:
+            value[0] = env[output]
+        for p in range(hi - 1, lo - 1, -1):
+            if not pulls[p]:
+                continue
+            k = order[p]
+            for adj in adjoints:
+                pull(tape, env, k, adj, strong)
+                adj.pop(nodes[k].output, None)
+        for p in range(lo, hi):
+            out = nodes[order[p]].output
+            if out != GUARD_OUTPUT and out != output:
+                env[out] = None
