@@ -52,7 +52,7 @@ not load the tape), checked by tests/test_tape_layers.py.
    and whose results are `implicit` roots, quadratures and ODE solutions; `solvers`: the other solvers
    and integrators, whose callbacks may not compute with traced values;
 6. `recording/`: `record` (tracing f with its contexts), `replay` (per-thread replays of one
-   recording);
+   recording), `marks` (`di.checkpoint` and `di.scan` while recording: marks the reverse kernels cut at);
 7. what the core calls: `kernels/`: `first_order` (gradient, derivative, pushforward, pullback,
    jacobian), `linearize` (linearizations: one forward replay, then batched sweeps), `second_order`
    (the derivative map recorded as a tape and linearized), `sparse` (compressed Jacobians in one
@@ -79,6 +79,7 @@ from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel
 from ..._linearization import Linearizer
 from ..._memory.budget import parse_memory
+from ..._memory.engines import register_memory
 from ..._problem import Problem
 
 __all__ = ["AutoTape"]
@@ -288,3 +289,13 @@ def _boundary() -> Any:
 
 
 register_boundary("diface.backends.tape", _boundary)
+
+
+def _memory() -> Any:
+    from .recording.marks import TapeMemory
+
+    return TapeMemory()
+
+
+# traced arrays exist only once the tracer is imported: until then no value is the tape's
+register_memory("diface.backends.tape.tracing.tracer", _memory)

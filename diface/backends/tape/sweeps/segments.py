@@ -320,6 +320,10 @@ class Segmented:
                     if nodes[order[p]].output != GUARD_OUTPUT:
                         volatile[nodes[order[p]].output] = True
         self.volatile = tuple(volatile)
+        self._volatile_slots = tuple(s for s, v in enumerate(volatile) if v)
+        self._stepped: tuple | None = None
+        self._streamed: tuple | None = None
+        self._steps(False)  # made now: a call only runs them
 
     # -- the environment -------------------------------------------------------------------------------
     def env(self, x: Any, cv: tuple) -> list:
@@ -335,6 +339,32 @@ class Segmented:
             env[s] = v
         return env
 
+    def _steps(self, streamed: bool) -> tuple:
+        """Per live node: its forward function, inputs, parameters and output, and the slots to let go
+        after it (the inputs it reads last and a dead output; in reverse mode only values the reverse
+        sweep recomputes, `streamed`: every computed value)."""
+        cached = self._streamed if streamed else self._stepped
+        if cached is not None:
+            return cached
+        tape = self.tape
+        nodes, order, last = tape.nodes, self.plan.order, self.last
+        let_go = self.computed if streamed else self.volatile
+        output = tape.output
+        steps = []
+        for p, k in enumerate(order):
+            node = nodes[k]
+            out = node.output
+            dies = {s for s in node.inputs if let_go[s] and last.get(s) == p and s != output}
+            if out != GUARD_OUTPUT and let_go[out] and last.get(out, -1) <= p and out != output:
+                dies.add(out)
+            steps.append((node.prim.forward, node.inputs, node.params, out, k, tuple(dies)))
+        result = tuple(steps)
+        if streamed:
+            self._streamed = result
+        else:
+            self._stepped = result
+        return result
+
     def _run(
         self, env: list, lo: int, hi: int, keep: bool, tangents: dict | None = None, strong: bool = False
     ) -> None:
@@ -342,32 +372,20 @@ class Segmented:
         letting go of each value after its last reader unless `keep` (in reverse mode, of the values the
         reverse sweep recomputes; in forward mode, of every computed value)."""
         tape = self.tape
-        nodes, order, last = tape.nodes, self.plan.order, self.last
-        volatile = self.volatile if tangents is None else self.computed
-        output = tape.output
+        steps = self._steps(tangents is not None)
         for p in range(lo, hi):
-            k = order[p]
-            node = nodes[k]
-            ins = [env[s] for s in node.inputs]
-            if node.output == GUARD_OUTPUT:
-                node.prim.forward(*ins, **node.params)
-            else:
-                r = node.prim(*ins, **node.params)
-                env[node.output] = r if isinstance(r, np.ndarray) else np.asarray(r)
+            forward, inputs, params, out, k, dies = steps[p]
+            r = forward(*[env[s] for s in inputs], **params)
+            if out != GUARD_OUTPUT:
+                env[out] = r if isinstance(r, np.ndarray) else np.asarray(r)
                 if tangents is not None:
                     push(tape, env, k, tangents, strong)
             if keep:
                 continue
-            for s in node.inputs:
-                if volatile[s] and last.get(s) == p and s != output:
-                    env[s] = None
-                    if tangents is not None:
-                        tangents.pop(s, None)
-            out = node.output
-            if out != GUARD_OUTPUT and volatile[out] and last.get(out, -1) <= p and out != output:
-                env[out] = None
+            for s in dies:
+                env[s] = None
                 if tangents is not None:
-                    tangents.pop(out, None)
+                    tangents.pop(s, None)
 
     # -- forward mode ----------------------------------------------------------------------------------
     def push(self, x: Any, cv: tuple, tangents: list) -> tuple[Any, list]:
@@ -434,10 +452,9 @@ class Segmented:
         return (value[0] if value[0] is not None else env[tape.output]), results
 
     def _clear(self, env: list) -> None:
-        volatile = self.volatile
-        for s, v in enumerate(env):
-            if v is not None and volatile[s]:
-                env[s] = None
+        """Let go of every value the reverse sweep recomputes (before a restore)."""
+        for s in self._volatile_slots:
+            env[s] = None
 
     def _reverse(self, env: list, lo: int, hi: int, adjoints: list, strong: bool, value: list) -> None:
         """Pull every adjoint state back through positions hi - 1 .. lo, then let go of their values."""
