@@ -27,6 +27,7 @@ from ._errors import (
     SingularError,
     TapeMismatchError,
 )
+from ._memory.scan import scan
 from ._mixed_mode import MixedMode
 from ._operators import (
     derivative,
@@ -172,6 +173,8 @@ __all__ = [
     "taylor",
     "taylor_coefficients",
     "value_gradient_and_laplacian",
+    # reverse mode at bounded memory
+    "scan",
     # preparation
     "Prep",
     "prepare_derivative",

@@ -29,6 +29,7 @@ JOBS = {
     "_sparsity_rules": "the tracer's rules per primitive, where they fill a module of their own",
     "_sparse": "sparse Jacobians and Hessians of `AutoSparse(engine)` as one compiled program",
     "_boundary": "the engine outside `DifferentiateWith`: f as one of the engine's primitives",
+    "_memory": "reverse mode at bounded memory: `di.checkpoint` and `di.scan` by the engine's own mechanism",
     "_namespace": "the module f is written with (`register_engine(namespace=...)`) where diface adds to the library's",
     "_direct": "the library's own fastest call of each operator, what `python -m diface bench` measures against",
     "_trace": "f run on the engine's traced values (a recorded leaf, boxes, a symbolic graph)",

@@ -74,6 +74,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "public API and wrappers",
         (
             "diface._operators",
+            "diface._memory.scan",
             "diface._second_order",
             "diface._mixed_mode",
             "diface._sparse._autosparse",
