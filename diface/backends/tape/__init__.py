@@ -207,6 +207,15 @@ class AutoTape(Backend):
     def prepare_second_order(self, inner: Backend, problem: Problem) -> SecondOrderPlan | None:
         if not isinstance(inner, AutoTape):
             return None  # the core's composition, which says what AutoTape can differentiate
+        budget = self.budget
+        if budget is not None:
+            from .kernels.bounded_second_order import BoundedSecondOrder
+            from .recording.record import recording_for
+            from .sweeps.segments import unbounded_bytes
+
+            # the compiled plan replays f and its reverse sweep, keeping about three times what first order does
+            if problem.single_use or 3 * unbounded_bytes(recording_for(problem, budget).tape) > budget:
+                return BoundedSecondOrder(problem, budget)
         from .kernels.second_order import TapeSecondOrder
 
         return TapeSecondOrder(problem)
@@ -236,7 +245,10 @@ class AutoTape(Backend):
         return DerivativeKernel(problem, budget=self.budget).kernel()
 
     def prepare_sparse_jacobian(self, problem: Problem, coloring: Any) -> Kernel:
-        """The compressed products in one replay of the tape (`diface.backends.tape.kernels.sparse`)."""
+        """The compressed products in one replay of the tape (`diface.backends.tape.kernels.sparse`); within
+        a memory budget, the core's, from the budgeted pullbacks or pushforwards."""
+        if self.budget is not None:
+            return None
         from .kernels.sparse import SparseJacobianKernel
 
         return SparseJacobianKernel(problem, coloring).kernel()

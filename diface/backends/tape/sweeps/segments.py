@@ -26,6 +26,7 @@ from ...._errors import ArgumentError
 from ...._memory.schedule import Action, actions, advanced_steps
 from ..data.graph import GUARD_OUTPUT, Tape
 from ..prims.elementwise import has_nan, quiet
+from ..data.sites import recording_rule
 from .interpret import pull, push
 
 __all__ = ["Plan", "Segmented", "budget_plan", "mark_plan", "unbounded_bytes"]
@@ -224,7 +225,7 @@ def _marked_schedule(m: int, keep: tuple[bool, ...], groups: list) -> list[Actio
             sub = [Action(a.kind, a.step + i, a.count) for a in actions(count, spec)]
             first_reverse = next(j for j, a in enumerate(sub) if a.kind == "reverse")
             alive = _alive_after(sub[:first_reverse])
-            end = i + count - 1  # the state the scan's first reverse starts from
+            end = sub[first_reverse].step  # the state the scan's first reverse starts from
             forward += sub[:first_reverse]
             extra = end not in alive
             if extra:
@@ -357,7 +358,7 @@ class Segmented:
             dies = {s for s in node.inputs if let_go[s] and last.get(s) == p and s != output}
             if out != GUARD_OUTPUT and let_go[out] and last.get(out, -1) <= p and out != output:
                 dies.add(out)
-            steps.append((node.prim.forward, node.inputs, node.params, out, k, tuple(dies)))
+            steps.append((node.prim.forward, node.prim, node.inputs, node.params, out, k, tuple(dies)))
         result = tuple(steps)
         if streamed:
             self._streamed = result
@@ -366,20 +367,28 @@ class Segmented:
         return result
 
     def _run(
-        self, env: list, lo: int, hi: int, keep: bool, tangents: dict | None = None, strong: bool = False
+        self,
+        env: list,
+        lo: int,
+        hi: int,
+        keep: bool,
+        tangents: dict | None = None,
+        strong: Any = False,
+        traced: bool = False,
     ) -> None:
         """Run the live nodes at positions lo .. hi - 1 (with tangents: the forward-mode sweep too),
         letting go of each value after its last reader unless `keep` (in reverse mode, of the values the
-        reverse sweep recomputes; in forward mode, of every computed value)."""
+        reverse sweep recomputes; in forward mode, of every computed value); `traced`: on traced values
+        (recording what it runs on another tape)."""
         tape = self.tape
         steps = self._steps(tangents is not None)
         for p in range(lo, hi):
-            forward, inputs, params, out, k, dies = steps[p]
-            r = forward(*[env[s] for s in inputs], **params)
+            forward, prim, inputs, params, out, k, dies = steps[p]
+            r = (prim if traced else forward)(*[env[s] for s in inputs], **params)
             if out != GUARD_OUTPUT:
-                env[out] = r if isinstance(r, np.ndarray) else np.asarray(r)
+                env[out] = r if traced or isinstance(r, np.ndarray) else np.asarray(r)
                 if tangents is not None:
-                    push(tape, env, k, tangents, strong)
+                    push(tape, env, k, tangents, strong if isinstance(strong, bool) else k in strong, traced)
             if keep:
                 continue
             for s in dies:
@@ -407,6 +416,18 @@ class Segmented:
                         r = ts.get(tape.output)
                     results.append(r)
         return value, results
+
+    def push_traced(self, env: list, tangent: Any) -> Any:
+        """The output tangent for x's `tangent`, run on traced values in `env` (`env`), streaming: what it
+        records on the traced values' tape holds each value only until its last reader. Products that
+        may meet an infinity are recorded strong (`Tape.guarded`)."""
+        ts: dict[int, Any] = {self.tape.x: tangent}
+        strong = self.tape.guarded(list(self.plan.order), reverse=False)
+        try:
+            self._run(env, 0, len(self.plan.order), False, ts, strong, traced=True)
+        finally:
+            recording_rule(None)
+        return ts.get(self.tape.output)
 
     # -- reverse mode ----------------------------------------------------------------------------------
     def pull(self, x: Any, cv: tuple, seeds: list) -> tuple[Any, list]:
