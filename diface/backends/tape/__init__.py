@@ -126,12 +126,12 @@ class AutoTape(Backend):
         A long loop within a budget:
 
         >>> def simulate(p):
-        ...     u = np.ones(1000)
-        ...     for _ in range(500):
+        ...     u = np.ones(10_000)
+        ...     for _ in range(200):
         ...         u = u + 0.01 * (np.tanh(u) * p - u)
         ...     return np.sum(u**2)
-        >>> prep = di.prepare_gradient(simulate, di.AutoTape(memory="1MB"), np.zeros(1000))
-        >>> prep.report.strategy, prep.report.peak_bytes <= 1_000_000
+        >>> prep = di.prepare_gradient(simulate, di.AutoTape(memory="20MB"), np.zeros(10_000))
+        >>> prep.report.strategy, prep.report.peak_bytes <= 20_000_000
         ('binomial', True)
     """
 

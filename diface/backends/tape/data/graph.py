@@ -28,6 +28,12 @@ GUARD_OUTPUT = -1
 #: recording may hold the slots it just made as numbers before it wraps them in traced arrays)
 _RECENT = 64
 
+#: the parameters of a node that has none (shared: a recording of a long loop has millions of nodes)
+_NO_PARAMS: dict = {}
+
+#: each shape's tuple, shared by the slots of that shape
+_SHAPES: dict[tuple, tuple] = {}
+
 
 _RECORDING = threading.local()  # .tapes: the tapes this thread is recording, innermost last
 
@@ -164,7 +170,7 @@ class Tape:
 
     # -- building ---------------------------------------------------------------------------------
     def add_slot(self, value: Any, kind: str, active: bool, variable: bool, weak: bool = False, node: int = -1) -> int:
-        shape = () if weak else tuple(value.shape)
+        shape = () if weak else _SHAPES.setdefault(value.shape, value.shape)  # one tuple per shape seen
         dtype = np.result_type(value) if weak else value.dtype
         self.slots.append(Slot(shape, dtype, kind, active, variable, weak, node))
         self.values.append(value)
@@ -300,7 +306,7 @@ class Tape:
                     "tape cannot differentiate here; take np.real, np.imag, np.abs or np.angle explicitly."
                 )
         slot = self.add_slot(value, "node", active, True, node=len(self.nodes))
-        self.nodes.append(Node(prim, inputs, slot, params))
+        self.nodes.append(Node(prim, inputs, slot, params or _NO_PARAMS))
         if in_rule() is not None:
             self.rules = True
         return slot

@@ -17,7 +17,7 @@ sweep over B cotangents keeps B adjoint states (the cotangents of a cut); one ov
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from ..prims.elementwise import has_nan, quiet
 from ..data.sites import recording_rule
 from .interpret import pull, push
 
-__all__ = ["Plan", "Segmented", "budget_plan", "mark_plan", "unbounded_bytes"]
+__all__ = ["Plan", "Segmented", "budget_plan", "mark_plan", "recording_bytes", "unbounded_bytes"]
 
 
 @dataclass(frozen=True)
@@ -97,16 +97,29 @@ class _Liveness:
         across[len(order)] = alive
         self.order, self.last, self.computed, self.across = order, last, computed, across
 
-    def cut(self, b: int) -> tuple[int, ...]:
-        """The computed slots alive across position b."""
-        nodes, slots = self.tape.nodes, self.tape.slots
-        return tuple(
-            nodes[k].output
-            for k in self.order[:b]
-            if nodes[k].output != GUARD_OUTPUT
-            and slots[nodes[k].output].kind == "node"
-            and self.last.get(nodes[k].output, -1) >= b
-        )
+    def cuts(self, bounds: list[int]) -> tuple[tuple[int, ...], ...]:
+        """The computed slots alive across each of the (increasing) positions `bounds`, in one pass."""
+        nodes, slots, last = self.tape.nodes, self.tape.slots, self.last
+        alive: dict[int, None] = {}  # in order of production
+        cuts = []
+        j = 0
+        for b in bounds:
+            while j < b:
+                out = nodes[self.order[j]].output
+                if out != GUARD_OUTPUT and slots[out].kind == "node" and last.get(out, -1) > j:
+                    alive[out] = None
+                for s in nodes[self.order[j]].inputs:
+                    if last.get(s) == j:
+                        alive.pop(s, None)
+                j += 1
+            cuts.append(tuple(alive))
+        return tuple(cuts)
+
+
+def recording_bytes(tape: Tape) -> int:
+    """About what the recording's own structure holds (its nodes and slots as Python objects, and what the
+    segmented sweeps add per node), besides the values."""
+    return 450 * len(tape.nodes) + 120 * len(tape.slots)
 
 
 def unbounded_bytes(tape: Tape) -> int:
@@ -118,6 +131,14 @@ def unbounded_bytes(tape: Tape) -> int:
 def budget_plan(tape: Tape, budget: int) -> Plan:
     """Segments of at most about a quarter of `budget` each, cut where the fewest bytes cross, and the
     binomial schedule over as many snapshots as the rest of the budget holds."""
+    structure = recording_bytes(tape)
+    if structure >= budget // 2:
+        raise ArgumentError(
+            f"AutoTape(memory={budget}): the recording of f alone holds about {_size(structure)} "
+            f"({len(tape.nodes)} operations); raise memory= to at least {_size(4 * structure)}, or record fewer "
+            "operations (whole-array operations instead of loops over elements)"
+        )
+    budget -= structure
     live = _Liveness(tape)
     n = len(live.order)
     limit = max(budget // 4, 1)
@@ -136,7 +157,8 @@ def budget_plan(tape: Tape, budget: int) -> Plan:
             best = -1
     if bounds[-1] != n or n == 0:
         bounds.append(n)
-    return _finish(tape, live, bounds, None, budget)
+    plan = _finish(tape, live, bounds, None, budget, structure)
+    return replace(plan, peak_bytes=plan.peak_bytes + structure, budget=budget + structure)
 
 
 def mark_plan(tape: Tape) -> Plan | None:
@@ -185,9 +207,11 @@ def mark_plan(tape: Tape) -> Plan | None:
     return _finish(tape, live, bounds, (keep, groups), None)
 
 
-def _finish(tape: Tape, live: _Liveness, bounds: list[int], marked: Any, budget: int | None) -> Plan:
+def _finish(
+    tape: Tape, live: _Liveness, bounds: list[int], marked: Any, budget: int | None, structure: int = 0
+) -> Plan:
     m = len(bounds) - 1
-    cuts = tuple(live.cut(b) for b in bounds)
+    cuts = live.cuts(bounds)
     cut_bytes = [live.across[b] for b in bounds]
     work = [2 * sum(live.computed[bounds[i] : bounds[i + 1]]) + cut_bytes[i] + cut_bytes[i + 1] for i in range(m)]
     if marked is None:
@@ -195,9 +219,11 @@ def _finish(tape: Tape, live: _Liveness, bounds: list[int], marked: Any, budget:
         largest = max(work, default=0)
         snapshot = max(cut_bytes[1:-1], default=0)
         if budget is not None and largest > budget:
+            need = _size(largest + 2 * structure)
             raise ArgumentError(
-                f"AutoTape(memory={budget}): one step of f needs about {_size(largest)} at once (its values and "
-                f"their cotangents), more than the budget; raise memory= to at least {_size(largest)}"
+                f"AutoTape(memory={budget + structure}): one step of f needs about {_size(largest)} at once (its "
+                f"values and their cotangents) besides the recording's {_size(structure)}, more than the budget; "
+                f"raise memory= to at least {need}"
             )
         room = (budget or 0) - largest
         s = m if snapshot == 0 else max(1, min(m, 1 + room // snapshot))
@@ -305,11 +331,6 @@ class Segmented:
         self.tape, self.plan = tape, plan
         nodes, slots = tape.nodes, tape.slots
         order = plan.order
-        self.last: dict[int, int] = {}
-        for p, k in enumerate(order):
-            for s in nodes[k].inputs:
-                self.last[s] = p
-        self.last[tape.output] = len(order)
         reverse = set(tape.reverse_nodes())
         self.pulls = tuple(k in reverse for k in order)
         self.computed = tuple(slots[s].kind == "node" for s in range(len(slots)))
@@ -341,24 +362,27 @@ class Segmented:
         return env
 
     def _steps(self, streamed: bool) -> tuple:
-        """Per live node: its forward function, inputs, parameters and output, and the slots to let go
-        after it (the inputs it reads last and a dead output; in reverse mode only values the reverse
-        sweep recomputes, `streamed`: every computed value)."""
+        """Per live node, the slots to let go after it: the inputs it reads last and a dead output (in
+        reverse mode only values the reverse sweep recomputes; `streamed`: every computed value)."""
         cached = self._streamed if streamed else self._stepped
         if cached is not None:
             return cached
         tape = self.tape
-        nodes, order, last = tape.nodes, self.plan.order, self.last
+        nodes, order = tape.nodes, self.plan.order
+        last: dict[int, int] = {}
+        for p, k in enumerate(order):
+            for s in nodes[k].inputs:
+                last[s] = p
         let_go = self.computed if streamed else self.volatile
         output = tape.output
         steps = []
         for p, k in enumerate(order):
             node = nodes[k]
             out = node.output
-            dies = {s for s in node.inputs if let_go[s] and last.get(s) == p and s != output}
-            if out != GUARD_OUTPUT and let_go[out] and last.get(out, -1) <= p and out != output:
-                dies.add(out)
-            steps.append((node.prim.forward, node.prim, node.inputs, node.params, out, k, tuple(dies)))
+            dies = [s for s in set(node.inputs) if let_go[s] and last.get(s) == p and s != output]
+            if out != GUARD_OUTPUT and let_go[out] and last.get(out, -1) < p + 1 and out != output:
+                dies.append(out)
+            steps.append(tuple(dies) if dies else ())  # the empty tuple is shared
         result = tuple(steps)
         if streamed:
             self._streamed = result
@@ -381,17 +405,21 @@ class Segmented:
         reverse sweep recomputes; in forward mode, of every computed value); `traced`: on traced values
         (recording what it runs on another tape)."""
         tape = self.tape
+        nodes, order = tape.nodes, self.plan.order
         steps = self._steps(tangents is not None)
         for p in range(lo, hi):
-            forward, prim, inputs, params, out, k, dies = steps[p]
-            r = (prim if traced else forward)(*[env[s] for s in inputs], **params)
+            k = order[p]
+            node = nodes[k]
+            out = node.output
+            prim = node.prim
+            r = (prim if traced else prim.forward)(*[env[s] for s in node.inputs], **node.params)
             if out != GUARD_OUTPUT:
                 env[out] = r if traced or isinstance(r, np.ndarray) else np.asarray(r)
                 if tangents is not None:
                     push(tape, env, k, tangents, strong if isinstance(strong, bool) else k in strong, traced)
             if keep:
                 continue
-            for s in dies:
+            for s in steps[p]:
                 env[s] = None
                 if tangents is not None:
                     tangents.pop(s, None)
