@@ -27,6 +27,7 @@ from ._errors import (
     SingularError,
     TapeMismatchError,
 )
+from ._memory.checkpoint import checkpoint
 from ._mixed_mode import MixedMode
 from ._operators import (
     derivative,
@@ -143,6 +144,8 @@ __all__ = [
     "Constant",
     # engine inside engine
     "DifferentiateWith",
+    # reverse mode at bounded memory
+    "checkpoint",
     # operators
     "derivative",
     "gradient",

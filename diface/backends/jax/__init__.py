@@ -49,6 +49,7 @@ from ..._engines import register_engine
 from ..._errors import ArgumentError
 from ..._kernel import Kernel, Result
 from ..._linearization import Linearizer
+from ..._memory.engines import register_memory
 from ..._problem import Problem
 from ._kernels import linear_kernel, make_kernel, one_program_kernel
 from ._linearize import linearizer
@@ -294,3 +295,12 @@ def _boundary() -> Any:
 
 
 register_boundary("jax", _boundary)
+
+
+def _memory() -> Any:
+    from ._memory import Memory
+
+    return Memory()
+
+
+register_memory("jax", _memory)

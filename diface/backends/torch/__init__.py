@@ -65,6 +65,7 @@ from ..._engines import register_engine
 from ..._errors import ArgumentError
 from ..._kernel import Kernel
 from ..._linearization import Linearizer
+from ..._memory.engines import register_memory
 from ..._problem import Problem, check_output, dtype_of, shape_of
 from ._inputs import META, fitted, prepared, private, usable
 from ._linearize import (
@@ -242,3 +243,12 @@ def _boundary() -> Any:
 
 
 register_boundary("torch", _boundary)
+
+
+def _memory() -> Any:
+    from ._memory import Memory
+
+    return Memory()
+
+
+register_memory("torch", _memory)
