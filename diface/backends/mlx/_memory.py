@@ -43,7 +43,9 @@ class Memory:
 
         @run.jvp
         def run_jvp(primals: Any, tangents: Any) -> list:
-            return mx.jvp(flat, _listed(primals), _listed(tangents))[1]
+            primals = _listed(primals)  # an input without a tangent (a constant) comes with None
+            tangents = [mx.zeros_like(p) if t is None else t for p, t in zip(primals, _listed(tangents))]
+            return mx.jvp(flat, primals, tangents)[1]
 
         leaves = _listed(run(*arrays))  # runs flat first, which records the structure
         return _own_unflatten(out[0], leaves)
