@@ -27,6 +27,7 @@ from ._errors import (
     SingularError,
     TapeMismatchError,
 )
+from ._memory.checkpoint import checkpoint
 from ._memory.scan import scan
 from ._mixed_mode import MixedMode
 from ._operators import (
@@ -144,6 +145,8 @@ __all__ = [
     "Constant",
     # engine inside engine
     "DifferentiateWith",
+    # reverse mode at bounded memory
+    "checkpoint",
     # operators
     "derivative",
     "gradient",

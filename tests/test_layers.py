@@ -61,7 +61,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("contract", ("diface._problem", "diface._kernel", "diface._linearization", "diface._optable")),
     ("derivations", ("diface._derive",)),
-    ("backend", ("diface._backend", "diface._wrapper", "diface._engines")),
+    ("backend", ("diface._backend", "diface._wrapper", "diface._engines", "diface._memory")),
     ("engines", ("diface.backends",)),
     (
         "call path",

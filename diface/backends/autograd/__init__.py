@@ -48,6 +48,7 @@ from ..._engines import register_engine
 from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel
 from ..._linearization import Linearizer
+from ..._memory.engines import register_memory
 from ..._problem import Problem
 from ._forward import Recording
 from ._internals import AG, load
@@ -202,3 +203,12 @@ def _boundary() -> Any:
 
 
 register_boundary("autograd", _boundary)
+
+
+def _memory() -> Any:
+    from ._memory import Memory
+
+    return Memory()
+
+
+register_memory("autograd", _memory)

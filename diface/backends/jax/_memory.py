@@ -1,4 +1,8 @@
-"""JAX's side of `di.scan` (`Memory.scan`): one program. `checkpoints=None` is `lax.scan` of the step
+"""JAX's side of `di.checkpoint` (and `di.scan`): `jax.checkpoint`, which JAX's own transformations (`jit`,
+`grad`, `jvp`, `vmap`, nested to any order) know: reverse mode saves only the function's inputs and
+recomputes the rest when the pullback reaches it.
+
+JAX's side of `di.scan` (`Memory.scan`): one program. `checkpoints=None` is `lax.scan` of the step
 (every step's residuals kept); `"sqrt"` a `lax.scan` over segments of `ceil(sqrt(n))` steps, each a
 `jax.checkpoint`ed inner `lax.scan` (one carry kept per segment; a segment's steps re-linearized when the
 reverse sweep reaches it); an int `s` the binomial (Revolve) schedule as nested `jax.checkpoint`s: the
@@ -21,6 +25,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from ..._memory.checkpoint import split_arrays
 from ..._memory.schedule import _split
 
 __all__ = ["Memory"]
@@ -34,6 +39,10 @@ class Memory:
 
     def owns(self, a: Any) -> bool:
         return isinstance(a, (jax.Array, jax.core.Tracer))
+
+    def checkpoint(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        arrays, call = split_arrays(fn, args, kwargs, self.owns)
+        return jax.checkpoint(call)(*arrays)
 
     def scan(self, step: Callable, carry: Any, n: int, schedule: Any, outputs: bool) -> Any:
         return _scan(step, carry, n, schedule, outputs)

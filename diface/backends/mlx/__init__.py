@@ -35,6 +35,7 @@ from ..._derive import LaplacianMethod, SecondOrderPlan, choose_kernel
 from ..._engines import register_engine
 from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel, Result
+from ..._memory.engines import register_memory
 from ..._problem import Problem, size_of
 from ._kernels import forward_or_reverse, make_kernel
 from ._lock import MLX_LOCK, on_mlx_thread
@@ -206,3 +207,12 @@ def _boundary() -> Any:
 
 
 register_boundary("mlx", _boundary)
+
+
+def _memory() -> Any:
+    from ._memory import Memory
+
+    return Memory()
+
+
+register_memory("mlx.core", _memory)

@@ -42,6 +42,7 @@ from ..._derive import LaplacianMethod, SecondOrderPlan
 from ..._engines import register_engine
 from ..._errors import ArgumentError, NotSupportedError
 from ..._kernel import Kernel
+from ..._memory.engines import register_memory
 from ..._problem import Problem, size_of
 from ._eager import Eager
 from ._kernels import (
@@ -205,3 +206,12 @@ def _boundary() -> Any:
 
 
 register_boundary("pytensor", _boundary)
+
+
+def _memory() -> Any:
+    from ._memory import Memory
+
+    return Memory()
+
+
+register_memory("pytensor", _memory)

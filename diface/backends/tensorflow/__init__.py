@@ -27,6 +27,7 @@ from ..._derive.mode import sweep_mode
 from ..._engines import register_engine
 from ..._errors import ArgumentError
 from ..._kernel import Kernel, Result
+from ..._memory.engines import register_memory
 from ..._problem import Problem, size_of
 from . import _ops  # noqa: F401 - registers TensorFlowOps (instantiated only once tensorflow is imported)
 from ._kernels import make_kernel
@@ -224,3 +225,12 @@ def _boundary() -> Any:
 
 
 register_boundary("tensorflow", _boundary)
+
+
+def _memory() -> Any:
+    from ._memory import Memory
+
+    return Memory()
+
+
+register_memory("tensorflow", _memory)

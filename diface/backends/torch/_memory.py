@@ -1,4 +1,16 @@
-"""torch's side of `di.scan` (`Memory.scan`): a `torch.autograd.Function` driven by the schedule
+"""torch's side of `di.checkpoint` (and `di.scan`): `torch.utils.checkpoint.checkpoint` without reentry
+(`use_reentrant=False`): the forward pass keeps only the function's inputs (its saved tensors are dropped
+through saved-tensor hooks), and the backward pass runs the function again to rebuild them. Backward
+passes with `create_graph=True` (reverse over reverse) recompute with the graph built, so the second order
+diface runs on torch nests through it; forward-mode dual tensors pass through the recomputation, which
+gives forward over reverse.
+
+Under `torch.func.vmap` and `torch.func.jvp` the checkpoint runs as it is. Inside `torch.func.grad`, `vjp`,
+`jacrev` or `hessian` it cannot: those transforms turn saved-tensor hooks off, so the call raises
+`NotSupportedError` saying to differentiate with `torch.autograd` (which `AutoTorch` does; where it would
+batch products with `torch.func`, it catches the refusal and loops over `torch.autograd` passes).
+
+torch's side of `di.scan` (`Memory.scan`): a `torch.autograd.Function` driven by the schedule
 (`diface._memory.schedule`). Its forward runs the loop under `no_grad`, keeping the snapshots the
 schedule saves before its first reverse; its backward runs the rest of the schedule: `advance` under
 `no_grad`, `reverse` as a recording of those steps from a snapshot and `torch.autograd.grad` through it.
@@ -36,6 +48,20 @@ class Memory:
 
     def owns(self, a: Any) -> bool:
         return isinstance(a, _torch().Tensor)
+
+    def checkpoint(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        torch = _torch()
+        import torch.utils.checkpoint
+
+        if not torch.is_grad_enabled():
+            return fn(*args, **kwargs)  # no graph is recorded: nothing to keep
+        if not torch._C._autograd._saved_tensors_hooks_is_enabled():
+            raise NotSupportedError(
+                f"di.checkpoint({getattr(fn, '__name__', 'fn')}): torch.func.grad, vjp, jacrev and hessian turn off "
+                "the saved-tensor hooks torch.utils.checkpoint needs; differentiate with torch.autograd "
+                "(diface's AutoTorch does), or call the function without di.checkpoint inside torch.func"
+            )
+        return torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False, **kwargs)
 
     def scan(self, step: Callable, carry: Any, n: int, schedule: Any, outputs: bool) -> Any:
         return _scan(step, carry, n, schedule, outputs)

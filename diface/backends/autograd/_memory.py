@@ -1,0 +1,70 @@
+"""autograd's side of `di.checkpoint` (and `di.scan`): the function as one autograd primitive (so the trace
+keeps only its inputs and output), whose VJP traces it again from its inputs (`make_vjp`: the mechanism of
+`autograd.checkpoint`) and whose JVP is its own (`make_jvp`). The rules trace with autograd's boxes, at a
+new level above whatever boxes the inputs are, so they nest: reverse over reverse and forward over reverse
+(diface's autograd Hessians) differentiate through the recomputation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import autograd.numpy as anp
+import numpy as np
+from autograd import make_jvp, make_vjp
+from autograd.extend import Box, defjvp_argnum, defvjp_argnum, primitive
+
+from ..._call.trees.registry import _own_flatten, _own_unflatten
+from ..._memory.checkpoint import split_arrays
+
+__all__ = ["Memory"]
+
+
+class Memory:
+    """`MemoryHooks` for autograd's boxes (its traced values)."""
+
+    def owns(self, a: Any) -> bool:
+        return isinstance(a, Box)
+
+    def checkpoint(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        arrays, call = split_arrays(fn, args, kwargs, self.owns)
+        out: list = []  # the output's structure, from the first run of the function
+
+        def flat(*values: Any) -> Any:
+            leaves, structure = _own_flatten(call(*values))
+            if not out:
+                out.append((structure, [anp.shape(leaf) for leaf in leaves]))
+            if len(leaves) == 1:
+                return leaves[0]
+            # one array: a primitive's tuple output does not carry cotangents through diface's sweeps
+            return anp.concatenate([anp.ravel(leaf) for leaf in leaves])
+
+        run = primitive(flat)
+
+        def vjp(argnum: int, ans: Any, args: tuple, kwargs: dict) -> Callable:
+            return make_vjp(_at(flat, args, argnum))(args[argnum])[0]
+
+        def jvp(argnum: int, g: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+            return make_jvp(_at(flat, args, argnum))(args[argnum])(g)[1]
+
+        defvjp_argnum(run, vjp)
+        defjvp_argnum(run, jvp)
+        leaves = run(*arrays)  # runs flat first, which records the structure
+        structure, shapes = out[0]
+        if len(shapes) == 1:
+            return _own_unflatten(structure, [leaves])
+        parts, start = [], 0
+        for shape in shapes:
+            size = int(np.prod(shape))
+            parts.append(anp.reshape(leaves[start : start + size], shape))
+            start += size
+        return _own_unflatten(structure, parts)
+
+
+def _at(flat: Callable, args: tuple, argnum: int) -> Callable:
+    """`flat` as a function of its argument `argnum` alone."""
+
+    def one(v: Any) -> tuple:
+        return flat(*args[:argnum], v, *args[argnum + 1 :])
+
+    return one

@@ -1,0 +1,33 @@
+"""PyTensor's side of `di.checkpoint` (and `di.scan`): the function as one `OpFromGraph`, a node of the
+symbolic graph whose gradient (and R-operator) is a graph of its own built from the node's inputs, so the
+reverse pass recomputes the function's intermediates inside it rather than reading values the forward
+graph kept. The gradient graph is itself differentiable, so second order nests through it. What memory
+the compiled function finally uses is the compiler's to decide (its rewrites may inline or share work)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pytensor.compile.builders import OpFromGraph
+from pytensor.graph.basic import Variable
+
+from ..._call.trees.registry import _own_flatten, _own_unflatten
+from ..._memory.checkpoint import split_arrays
+
+__all__ = ["Memory"]
+
+
+class Memory:
+    """`MemoryHooks` for PyTensor's symbolic variables."""
+
+    def owns(self, a: Any) -> bool:
+        return isinstance(a, Variable)
+
+    def checkpoint(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        arrays, call = split_arrays(fn, args, kwargs, self.owns)
+        inner = [a.type() for a in arrays]
+        leaves, structure = _own_flatten(call(*inner))
+        op = OpFromGraph(inner, leaves)
+        outputs = op(*arrays)
+        return _own_unflatten(structure, list(outputs) if len(leaves) > 1 else [outputs])
