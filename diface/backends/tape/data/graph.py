@@ -26,7 +26,7 @@ GUARD_OUTPUT = -1
 
 #: a lean recording keeps the values of this many newest slots whoever holds them (a primitive's
 #: recording may hold the slots it just made as numbers before it wraps them in traced arrays)
-_RECENT = 64
+_RECENT = 8
 
 #: the parameters of a node that has none (shared: a recording of a long loop has millions of nodes)
 _NO_PARAMS: dict = {}
@@ -157,16 +157,17 @@ class Tape:
         self.holders: list[weakref.ref] | None = None
         self._pending: list[int] = []
         self._pending_bytes = 0
-        self._sweep_at = 0
+        self._sweep_at = self._sweep_base = 0
         #: what `di.checkpoint` and `di.scan` marked while recording: (kind, first node, end node, detail)
         self.marks: list[tuple[str, int, int, Any]] = []
+        self._numbers: dict[tuple, int] = {}
 
     def lean(self, budget: int) -> None:
         """Record without holding every value: a computed floating-point value is let go once no traced
         array holds its slot any more (no later step can read it; the replays recompute what they need),
         checked whenever the values held since the last check pass an eighth of `budget` bytes."""
         self.holders = []
-        self._sweep_at = max(budget // 8, 1 << 20)
+        self._sweep_base = self._sweep_at = max(budget // 8, 1 << 20)
 
     # -- building ---------------------------------------------------------------------------------
     def add_slot(self, value: Any, kind: str, active: bool, variable: bool, weak: bool = False, node: int = -1) -> int:
@@ -179,10 +180,15 @@ class Tape:
             self._pending_bytes += value.nbytes
         return len(self.slots) - 1
 
-    def _let_go(self) -> None:
+    def let_go(self) -> None:
+        """At the end of a lean recording: forget every computed value no traced array holds."""
+        if self.holders is not None:
+            self._let_go(recent=0)
+
+    def _let_go(self, recent: int = _RECENT) -> None:
         """Forget the values of a lean recording's computed slots that no traced array holds (see `lean`)."""
         assert self.holders is not None
-        recent = len(self.slots) - _RECENT
+        recent = len(self.slots) - recent
         alive = [r for r in self.holders if r() is not None]
         self.holders[:] = alive
         held = set()
@@ -200,13 +206,19 @@ class Tape:
             else:
                 values[s] = None
         self._pending, self._pending_bytes = pending, kept
-        self._sweep_at = max(self._sweep_at, 2 * kept)
+        self._sweep_at = self._sweep_base + kept
 
     def literal(self, value: Any, owned: bool = False) -> int:
         """A slot for a value fixed at recording (a Python number stays a weak Python number); an array is
         copied, unless `owned` (nothing else holds it)."""
         if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
-            return self.add_slot(value, "literal", False, False, weak=True)
+            # one slot per number (a loop's constants would otherwise make a slot per use); keyed by its
+            # text too, which tells 0.0 from -0.0 and 1 from 1.0 and True
+            key = (type(value), repr(value))
+            slot = self._numbers.get(key)
+            if slot is None:
+                slot = self._numbers[key] = self.add_slot(value, "literal", False, False, weak=True)
+            return slot
         if isinstance(value, np.ndarray):
             if not owned:
                 value = np.array(value, copy=True)  # the value at this point of f; later writes must not leak in

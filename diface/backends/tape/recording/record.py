@@ -120,6 +120,7 @@ def record(f: Any, x: Any, contexts: tuple, cv: tuple, y: Any, budget: int | Non
                 tape.output = slot_of(tape, operand(result))
     finally:
         tape.closed = True
+    tape.let_go()  # a lean recording keeps only what traced arrays still hold (the output)
     if tape.slots[tape.output].dtype.kind == "c":  # the call path prepares the real problem of pairs
         raise ComplexOutput(_COMPLEX_ENDS.format("f returned"))
     return Recording(tape, statics)

@@ -58,7 +58,8 @@ class TapeArray(Traced, Operators):
         self._slot = slot
         self._parent: TapeArray | None = None
         self._view: tuple[Any, dict] | None = None  # (prim, params) that made this view of _parent
-        self._root: TapeArray = self
+        self._root: TapeArray | None = None  # the base array whose writes views follow (None: this one,
+        # without a reference cycle, so that a traced array dies when f lets go of it)
         self._seen = 0
         self._version = 0
         self._readonly = False
@@ -75,7 +76,7 @@ class TapeArray(Traced, Operators):
         parent = self._parent
         if parent is None:
             return self._slot
-        version = self._root._version
+        version = self._base()._version
         if self._seen != version:
             prim, params = cast("tuple[Any, dict]", self._view)  # set with _parent (`_link`)
             fresh = prim(TapeArray(self._tape, parent._read()), **params)
@@ -83,12 +84,16 @@ class TapeArray(Traced, Operators):
             self._seen = version
         return self._slot
 
+    def _base(self) -> TapeArray:
+        """The array whose versions views of this one follow (itself, or the base of its views)."""
+        return self if self._root is None else self._root
+
     def _link(self, parent: TapeArray, prim: Any, params: dict) -> TapeArray:
         """Make this array a view of `parent` made by `prim` (NumPy would return a view)."""
         self._parent = parent
         self._view = (prim, params)
-        self._root = parent._root
-        self._seen = parent._root._version
+        self._root = parent._base()
+        self._seen = self._base()._version
         self._readonly = parent._readonly
         return self
 
@@ -112,7 +117,7 @@ class TapeArray(Traced, Operators):
         else:  # pragma: no cover - only the three view primitives link
             raise AssertionError(prim)
         parent._commit(updated._slot)
-        self._seen = self._root._version
+        self._seen = self._base()._version
 
     def _assign(self, key: Any, value: Any) -> None:
         """`self[key] = value`."""
