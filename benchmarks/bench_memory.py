@@ -99,7 +99,9 @@ def main() -> None:
                 rows.append((steps, memory, r))
                 print(steps, memory, json.dumps(r), flush=True)
     print()
-    print("| steps | memory | peak RSS (MB) | prepare (s) | gradient (s) | per step (ms) | recomputation | vs unbounded |")
+    print(
+        "| steps | memory | peak RSS (MB) | prepare (s) | gradient (s) | per step (ms) | recomputation | vs unbounded |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for steps, memory, r in rows:
         if r is None:

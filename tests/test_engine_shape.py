@@ -25,7 +25,6 @@ JOBS = {
     "_batching": "a batch of products or of points: one at a time, vmapped, or stacked",
     "_second_order": "second order: two modes nested, as `SecondOrderPlan`s or whole programs",
     "_taylor": "Taylor coefficients and exact Laplacians",
-    "_memory": "recomputation: the engine's own checkpoint and scan for di.checkpoint and di.scan",
     "_sparsity": "the sparsity tracer: f's graph interpreted on index sets",
     "_sparsity_rules": "the tracer's rules per primitive, where they fill a module of their own",
     "_sparse": "sparse Jacobians and Hessians of `AutoSparse(engine)` as one compiled program",

@@ -252,9 +252,9 @@ def test_budget_strings():
 
 
 def test_a_budget_below_one_step_says_how_much_is_needed():
-    with pytest.raises(di.ArgumentError, match="the recording of f alone holds about .* raise memory= to at least"):
+    with pytest.raises(di.ArgumentError, match=r"the recording of f alone holds about .* raise memory= to at least"):
         di.prepare_gradient(loss, di.AutoTape(memory="100kB"), X0)
-    with pytest.raises(di.ArgumentError, match="one step of f needs about .* raise memory= to at least"):
+    with pytest.raises(di.ArgumentError, match=r"one step of f needs about .* raise memory= to at least"):
         di.prepare_gradient(lambda p: np.sum(np.sin(np.tile(p, 100)) ** 2), di.AutoTape(memory="1MB"), X0)
 
 

@@ -244,7 +244,7 @@ class AutoTape(Backend):
 
         return DerivativeKernel(problem, budget=self.budget).kernel()
 
-    def prepare_sparse_jacobian(self, problem: Problem, coloring: Any) -> Kernel:
+    def prepare_sparse_jacobian(self, problem: Problem, coloring: Any) -> Kernel | None:
         """The compressed products in one replay of the tape (`diface.backends.tape.kernels.sparse`); within
         a memory budget, the core's, from the budgeted pullbacks or pushforwards."""
         if self.budget is not None:

@@ -50,12 +50,11 @@ class Memory:
         return isinstance(a, _torch().Tensor)
 
     def checkpoint(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
-        torch = _torch()
         import torch.utils.checkpoint
 
         if not torch.is_grad_enabled():
             return fn(*args, **kwargs)  # no graph is recorded: nothing to keep
-        if not torch._C._autograd._saved_tensors_hooks_is_enabled():
+        if not torch._C._autograd._saved_tensors_hooks_is_enabled():  # type: ignore[attr-defined]
             raise NotSupportedError(
                 f"di.checkpoint({getattr(fn, '__name__', 'fn')}): torch.func.grad, vjp, jacrev and hessian turn off "
                 "the saved-tensor hooks torch.utils.checkpoint needs; differentiate with torch.autograd "

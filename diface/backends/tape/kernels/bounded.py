@@ -12,7 +12,6 @@ Marks of `di.checkpoint`/`di.scan` make the reverse kernels of any AutoTape segm
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..recording.record import Recording
 from ..sweeps.segments import Plan, Segmented, budget_plan, mark_plan, unbounded_bytes

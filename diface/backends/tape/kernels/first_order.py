@@ -22,9 +22,9 @@ from ..data.graph import Traced
 from ..recording.record import Recording, record, take_recording
 from ..recording.replay import Replay, Replays, at_recorded_point, concrete, fresh, holds, traced_env
 from ..sweeps.interpret import jvp, vjp
+from ..sweeps.seeds import FIXED_SEEDS, identity_seed
 from ..sweeps.segments import Segmented
 from .bounded import bounded_for, report_of
-from ..sweeps.seeds import FIXED_SEEDS, identity_seed
 
 __all__ = ["DerivativeKernel", "GradientKernel", "JacobianKernel", "PullbackKernel", "PushforwardKernel"]
 

@@ -26,8 +26,8 @@ import numpy as np
 from ...._errors import ArgumentError
 from ...._memory.schedule import Action, actions, advanced_steps
 from ..data.graph import GUARD_OUTPUT, Tape
-from ..prims.elementwise import has_nan, quiet
 from ..data.sites import recording_rule
+from ..prims.elementwise import has_nan, quiet
 from .interpret import pull, push
 
 __all__ = ["Plan", "Segmented", "budget_plan", "mark_plan", "recording_bytes", "unbounded_bytes"]
@@ -189,7 +189,7 @@ def mark_plan(tape: Tape) -> Plan | None:
             node += 1
         return position.get(node, len(live.order))
 
-    outer = []
+    outer: list[tuple[str, int, int, Any]] = []
     for mark in sorted(tape.marks, key=lambda m: (m[1], -m[2])):
         if outer and mark[1] < outer[-1][2]:
             continue  # inside a mark already taken
