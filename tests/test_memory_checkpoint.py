@@ -239,3 +239,19 @@ def test_tensorflow_recomputes_in_the_pullback():
     assert len(calls) == 2  # the run that looks for closures, then the forward pass
     tape.gradient(y, x)
     assert len(calls) == 3
+
+
+@pytest.mark.parametrize(("make", "dtype"), CASES)
+def test_sparse_jacobians_and_taylor_coefficients(make, dtype):
+    """The sparsity tracers read through the engine's checkpoint (JAX's remat, TensorFlow's custom-gradient
+    op), and Taylor coefficients nest forward mode through it."""
+    backend = make()
+    _, body, g = _functions(backend)
+    v, v0 = (lambda x: g(g(x))), (lambda x: body(body(x)))
+    x = np.array([0.3, -0.7, 1.1, 0.2], dtype)
+    if type(backend).__name__ not in ("AutoMLX", "AutoPyTensor"):  # MLX has no sparsity tracer; PyTensor's is slow
+        sparse = di.jacobian(v, di.AutoSparse(backend), x)
+        _close(sparse.toarray() if hasattr(sparse, "toarray") else sparse, di.jacobian(v0, backend, x), dtype)
+    t = (np.array([1.0, -2.0, 0.5, 0.1], dtype),)
+    want = di.ravel(di.taylor(v0, backend, x, t, order=2))[0]
+    _close(di.ravel(di.taylor(v, backend, x, t, order=2))[0], want, dtype)
