@@ -178,3 +178,80 @@ def test_mlx_recomputes_in_the_pullback():
     g = di.checkpoint(body)
     mx.eval(mx.grad(lambda x: mx.sum(g(x)))(mx.array([0.3, -0.7])))
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize(("make", "dtype"), CASES)
+def test_a_closure_over_a_traced_value_is_right_or_refused(make, dtype):
+    """A function reading a value computed from x that it is not given: JAX, torch and PyTensor (which makes
+    it an input of the node) differentiate through it; where the engine's custom rules would drop its
+    derivative (TensorFlow, MLX, autograd) the call raises."""
+    backend = make()
+    xp = namespace_of(backend)
+
+    def build(checked):
+        def f(x):
+            c = xp.sin(x)
+            h = lambda u: xp.tanh(u) * c  # reads c, computed from x
+            return xp.sum((di.checkpoint(h) if checked else h)(x))
+
+        return f
+
+    x = np.array([0.3, -0.7, 1.1], dtype)
+    if type(backend).__name__ in ("AutoTensorFlow", "AutoMLX", "AutoAutograd"):
+        with pytest.raises(di.NotSupportedError, match="as an argument"):
+            di.gradient(build(True), backend, x)
+    else:
+        _close(di.gradient(build(True), backend, x), di.gradient(build(False), backend, x), dtype)
+        _close(di.hvp(build(True), backend, x, (x,))[0], di.hvp(build(False), backend, x, (x,))[0], dtype)
+
+
+@pytest.mark.skipif(not _installed("autograd"), reason="autograd not installed")
+def test_autograd_recomputes_in_the_pullback():
+    import autograd
+    import autograd.numpy as anp
+
+    calls = []
+
+    def body(u):
+        calls.append(1)
+        return anp.tanh(u) * u
+
+    g = di.checkpoint(body)
+    autograd.grad(lambda x: anp.sum(g(x)))(np.array([0.3, -0.7]))
+    assert len(calls) == 2
+
+
+@pytest.mark.skipif(not _installed("tensorflow"), reason="tensorflow not installed")
+def test_tensorflow_recomputes_in_the_pullback():
+    import tensorflow as tf
+
+    calls = []
+
+    def body(u):
+        calls.append(1)
+        return tf.tanh(u) * u
+
+    g = di.checkpoint(body)
+    x = tf.constant([0.3, -0.7], tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(g(x))
+    assert len(calls) == 2  # the run that looks for closures, then the forward pass
+    tape.gradient(y, x)
+    assert len(calls) == 3
+
+
+@pytest.mark.parametrize(("make", "dtype"), CASES)
+def test_sparse_jacobians_and_taylor_coefficients(make, dtype):
+    """The sparsity tracers read through the engine's checkpoint (JAX's remat, TensorFlow's custom-gradient
+    op), and Taylor coefficients nest forward mode through it."""
+    backend = make()
+    _, body, g = _functions(backend)
+    v, v0 = (lambda x: g(g(x))), (lambda x: body(body(x)))
+    x = np.array([0.3, -0.7, 1.1, 0.2], dtype)
+    if type(backend).__name__ not in ("AutoMLX", "AutoPyTensor"):  # MLX has no sparsity tracer; PyTensor's is slow
+        sparse = di.jacobian(v, di.AutoSparse(backend), x)
+        _close(sparse.toarray() if hasattr(sparse, "toarray") else sparse, di.jacobian(v0, backend, x), dtype)
+    t = (np.array([1.0, -2.0, 0.5, 0.1], dtype),)
+    want = di.ravel(di.taylor(v0, backend, x, t, order=2))[0]
+    _close(di.ravel(di.taylor(v, backend, x, t, order=2))[0], want, dtype)

@@ -24,7 +24,10 @@ def checkpoint(fn: Callable) -> Callable:
     """`fn` as it is, except that, called inside a function an engine differentiates in reverse mode, its
     intermediates are not kept: they are recomputed from its inputs when the reverse pass reaches it, by
     the engine's own mechanism. Arguments and results may be trees (dict, list, tuple). Forward mode and
-    finite differences store nothing, and there it is `fn` itself.
+    finite differences store nothing, and there it is `fn` itself. Where the engine's rule has derivatives
+    for its arguments only (TensorFlow, MLX, autograd), a function reading a traced value it is not given
+    (a closure over a value computed from x) raises `NotSupportedError`: pass that value as an argument
+    (docs/memory.md).
 
     Example:
         >>> import numpy as np, jax.numpy as jnp, diface as di

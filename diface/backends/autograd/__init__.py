@@ -30,7 +30,8 @@ Modules, one job each (the names every engine uses, docs/add-a-backend.md), bott
 `_trace` (f run on boxes at a fresh trace level), `_rule_fixes` (autograd's wrong rules repaired or
 refused), `_reverse` (`Tape`), `_batching` and `_forward` (`Recording`, batches of tangents through the
 JVP rules), `_linearize` (the two as the core's linearizations), `_second_order` (`SecondOrderPlan`s),
-`_ops` (autograd's boxes as an `ArrayOps`), `_boundary` (autograd outside `DifferentiateWith`).
+`_ops` (autograd's boxes as an `ArrayOps`), `_boundary` (autograd outside `DifferentiateWith`), `_memory`
+(a recomputing primitive for `di.checkpoint`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 keeps only its inputs and output), whose VJP traces it again from its inputs (`make_vjp`: the mechanism of
 `autograd.checkpoint`) and whose JVP is its own (`make_jvp`). The rules trace with autograd's boxes, at a
 new level above whatever boxes the inputs are, so they nest: reverse over reverse and forward over reverse
-(diface's autograd Hessians) differentiate through the recomputation."""
+(diface's autograd Hessians) differentiate through the recomputation. A primitive has derivatives for
+its arguments only: a function reading a traced value it is not given (a closure over a value computed
+from x) returns a traced value from the primitive's own run, which raises `NotSupportedError`."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from autograd import make_jvp, make_vjp
 from autograd.extend import Box, defjvp_argnum, defvjp_argnum, primitive
 
 from ..._call.trees.registry import _own_flatten, _own_unflatten
+from ..._errors import NotSupportedError
 from ..._memory.checkpoint import split_arrays
 
 __all__ = ["Memory"]
@@ -32,6 +35,14 @@ class Memory:
 
         def flat(*values: Any) -> Any:
             leaves, structure = _own_flatten(call(*values))
+            if not any(isinstance(v, Box) for v in values) and any(isinstance(leaf, Box) for leaf in leaves):
+                # the primitive's own run (on its arguments' values) gave a traced value: fn read one it was
+                # not given, whose derivative the primitive's rules would drop
+                raise NotSupportedError(
+                    f"di.checkpoint({getattr(fn, '__name__', 'fn')}): on autograd the function reads a traced "
+                    "value it is not given as an argument (a closure over a value computed from x); pass that "
+                    "value to it as an argument"
+                )
             if not out:
                 out.append((structure, [anp.shape(leaf) for leaf in leaves]))
             if len(leaves) == 1:

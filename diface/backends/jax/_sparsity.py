@@ -144,7 +144,8 @@ def _equation(eqn: Any, ins: list, shapes: list, n: int, second: bool) -> list:
         return _along_axes(ins, shapes, None, n, second, N)
     if name in ("custom_linear_solve", "linear_solve"):  # every output may depend on every input
         return _anywhere(ins, shapes, range(len(ins)), n, second, N)
-    if name in ("pjit", "jit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call", "custom_vjp_call"):
+    calls = ("pjit", "jit", "closed_call", "core_call", "remat", "remat2", "checkpoint")  # remat2: jax.checkpoint
+    if name in (*calls, "custom_jvp_call", "custom_vjp_call"):
         return _call(eqn, ins, n, second)
     if name == "custom_vjp_call_jaxpr":
         return _call(eqn, ins, n, second)

@@ -15,7 +15,8 @@ are returned. MLX is not thread-safe: every MLX computation diface runs holds on
 Modules, one job each (the names every engine uses, docs/add-a-backend.md): `_lock` (where and how every
 MLX computation runs), `_ops` (`MlxOps`), `_namespace` (`mlx.core` plus what MLX lacks; also
 `diface.backends.mlx.numpy`, the module `numpy` here), `_transforms` (`mx.jvp`/`mx.vjp`, batched by
-`mx.vmap`), `_kernels` (one `mx.compile`d program per variant), `_second_order`, `_taylor`, `_boundary`
+`mx.vmap`), `_kernels` (one `mx.compile`d program per variant), `_second_order`, `_taylor`, `_memory`
+(a recomputing `mx.custom_function` for `di.checkpoint`), `_boundary`
 (MLX outside `DifferentiateWith`), `_direct` (MLX's own fastest calls, for `python -m diface bench`).
 """
 

@@ -22,7 +22,8 @@ Modules, one job each (the names every engine uses, docs/add-a-backend.md): `_co
 a bounded cache, thread-safe calls), `_trace` (f traced into a graph on symbolic inputs), `_realify`
 (complex intermediates as real pairs), `_eager` (f on NumPy arrays), `_ops` (`SymbolicOps`, for the core's
 code inside a trace), `_kernels` (one compiled function per operator), `_second_order`, `_taylor`,
-`_sparsity` (f's graph on index sets), `_boundary` (PyTensor outside `DifferentiateWith`), `_namespace`
+`_sparsity` (f's graph on index sets), `_boundary` (PyTensor outside `DifferentiateWith`), `_memory`
+(`OpFromGraph` for `di.checkpoint`), `_namespace`
 (`pytensor.tensor` plus the NumPy names it lacks; `diface.backends.pytensor.xp`, the module `xp` here,
 its public name), `_direct` (PyTensor's own fastest calls, for `python -m diface bench`).
 """

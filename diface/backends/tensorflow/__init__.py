@@ -6,7 +6,8 @@ Modules, one job each (the names every engine uses, docs/add-a-backend.md): `_en
 quietly, once), `_ops` (`TensorFlowOps`), `_namespace` (`tensorflow.experimental.numpy` plus `fft`),
 `_transforms` (`ForwardAccumulator` and `GradientTape`, batched), `_kernels` (one `tf.function` per
 operator and variant, traced at preparation), `_second_order`, `_taylor`, `_sparsity` (the traced graph
-on index sets), `_boundary` (TensorFlow outside `DifferentiateWith`), `_direct` (TensorFlow's own fastest
+on index sets), `_boundary` (TensorFlow outside `DifferentiateWith`), `_memory` (a
+recomputing custom gradient for `di.checkpoint`), `_direct` (TensorFlow's own fastest
 calls, for `python -m diface bench`).
 """
 

@@ -4,7 +4,13 @@ reaches it, runs the function again under a tape of its own to rebuild what it n
 mechanism. Not `tf.recompute_grad` itself, which refuses every forward-mode accumulator (forward over
 reverse, TensorFlow's JVP of a custom gradient, raises "tried to transpose grad"): this gradient is itself
 recorded by outer tapes and accumulators, so Hessians and Hessian-vector products (reverse over reverse,
-forward over reverse) nest through it."""
+forward over reverse) nest through it.
+
+A custom gradient has derivatives for its arguments only: a function reading a tensor under
+differentiation that it is not given (a closure over a value computed from x) would lose that tensor's
+derivative: a first run on copies of the arguments no tape or accumulator follows finds such a
+tensor (its output is then still followed) and raises `NotSupportedError` (pass the tensor as an argument).
+That run costs one more forward pass of the function, and keeps nothing."""
 
 from __future__ import annotations
 
@@ -12,7 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.eager import forwardprop_util, record
 
+from ..._call.trees.registry import _own_flatten
+from ..._errors import NotSupportedError
 from ..._memory.checkpoint import split_arrays
 
 __all__ = ["Memory"]
@@ -26,7 +35,25 @@ class Memory:
 
     def checkpoint(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
         arrays, call = split_arrays(fn, args, kwargs, self.owns)
+        _refuse_closures(fn, call, arrays)
         return _recomputed(call)(*arrays)
+
+
+def _refuse_closures(fn: Callable, call: Callable, arrays: list) -> None:
+    """A custom gradient has derivatives for its arguments (and the variables it reads) only: a function
+    reading a tensor under differentiation that it is not given would lose that tensor's derivative. A run
+    on copies of the arguments no tape or accumulator follows tells: its output is followed only through
+    such a tensor (no tape records it otherwise, so it keeps nothing)."""
+    with record.stop_recording():
+        fresh = [tf.identity(a) for a in arrays]
+    leaves, _ = _own_flatten(call(*fresh))
+    tensors = [leaf for leaf in leaves if isinstance(leaf, (tf.Tensor, tf.Variable))]
+    if record.should_record_backprop(tensors) or any(forwardprop_util.pack_tangents(tensors).indices):
+        raise NotSupportedError(
+            f"di.checkpoint({getattr(fn, '__name__', 'fn')}): on TensorFlow the function reads a tensor or variable "
+            "being differentiated that it is not given as an argument (a closure over a value computed from x, "
+            "or a variable a tape watches); pass it to the function as an argument"
+        )
 
 
 def _recomputed(call: Callable) -> Callable:
@@ -43,10 +70,10 @@ def _recomputed(call: Callable) -> Callable:
                 again = call(*inputs)
             ct = cotangents[0] if len(cotangents) == 1 else list(cotangents)
             grads = tape.gradient(again, [*inputs, *watched], output_gradients=ct)
-            grads = [tf.zeros_like(a) if g is None else g for a, g in zip([*arrays, *watched], grads)]
+            grads = [tf.zeros_like(a) if g is None else g for a, g in zip([*inputs, *watched], grads)]
             if variables is None:
                 return grads
-            return grads[: len(arrays)], grads[len(arrays) :]
+            return grads[: len(inputs)], grads[len(inputs) :]
 
         return out, grad
 

@@ -124,6 +124,8 @@ def _operation(op: Any, env: dict, n: int, second: bool) -> list:
     shapes = [_shape(o) for o in op.outputs]
     if not any(isinstance(v, Deps) for v in ins) or op.type in _CONSTANT:
         return [None] * len(shapes)  # depends on no element of x
+    if op.type == "IdentityN":  # output i is input i (a custom gradient's op: di.checkpoint)
+        return [v if isinstance(v, Deps) else None for v in ins]
     kind = _ELEMENTWISE.get(op.type)
     if kind is not None:
         operands = [_deps(v, t, n, second) for v, t in zip(ins, op.inputs, strict=True)]
