@@ -297,10 +297,10 @@ def _boundary() -> Any:
 register_boundary("jax", _boundary)
 
 
-def _memory() -> Any:
+def _memory_hooks() -> Any:
     from ._memory import Memory
 
     return Memory()
 
 
-register_memory("jax", _memory)
+register_memory("jax", _memory_hooks)

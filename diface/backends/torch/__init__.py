@@ -245,10 +245,10 @@ def _boundary() -> Any:
 register_boundary("torch", _boundary)
 
 
-def _memory() -> Any:
+def _memory_hooks() -> Any:
     from ._memory import Memory
 
     return Memory()
 
 
-register_memory("torch", _memory)
+register_memory("torch", _memory_hooks)
