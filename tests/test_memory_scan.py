@@ -224,18 +224,19 @@ def test_scan_torch():
     _check_engine(di.AutoTorch(), torch, lambda u: torch.roll(u, 1), x, other, lambda t: t.numpy(), CHECKPOINTS[1:])
     # step evaluations: n forward, the schedule's advances after its first reverse, n reverses
     for ck in ("sqrt", 1, 3):
-        counts = []
+        counts: list[int] = []
         original = _memory._Runner.call
 
-        def counting(self, leaves, i, original=original):
+        def counting(self, leaves, i, original=original, counts=counts):
             counts.append(i)
             return original(self, leaves, i)
 
+        def f(z, ck=ck):
+            return di.scan(lambda c, i: torch.sin(c) * 1.1, z, 10, checkpoints=ck).sum()
+
         _memory._Runner.call = counting  # type: ignore[method-assign]
         try:
-            di.gradient(
-                lambda z: di.scan(lambda c, i: torch.sin(c) * 1.1, z, 10, checkpoints=ck).sum(), di.AutoTorch(), x
-            )
+            di.gradient(f, di.AutoTorch(), x)
         finally:
             _memory._Runner.call = original  # type: ignore[method-assign]
         schedule = sch.actions(10, ck)
