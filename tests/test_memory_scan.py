@@ -205,14 +205,18 @@ def test_scan_jax():
     jnp = jax.numpy
     if True:  # tests/conftest.py enables float64
         x, other = jnp.linspace(-1.0, 1.0, 5), jnp.linspace(0.3, -0.7, 5)
-        _check_engine(di.AutoJAX(), jnp, lambda u: jnp.roll(u, 1), x, other, np.asarray, ["sqrt", 3], prepared=False)
+        _check_engine(di.AutoJAX(), jnp, lambda u: jnp.roll(u, 1), x, other, np.asarray, ["sqrt", 6], prepared=False)
         # the carry a tree, i a traced integer, outputs stacked leafwise
-        c, ys = di.scan(lambda c, i: ({"a": c["a"] * 2}, (c["a"][0], i)), {"a": x}, 5, checkpoints=2, outputs=True)
+        c, ys = di.scan(lambda c, i: ({"a": c["a"] * 2}, (c["a"][0], i)), {"a": x}, 5, checkpoints=5, outputs=True)
         np.testing.assert_allclose(np.asarray(c["a"]), 32 * np.asarray(x))
         np.testing.assert_allclose(np.asarray(ys[0]), np.asarray(x[0]) * 2.0 ** np.arange(5))
         np.testing.assert_array_equal(np.asarray(ys[1]), np.arange(5))
         with pytest.raises(ShapeError, match="dtype"):
             di.scan(lambda c, i: c.astype(jnp.float32), x, 4, checkpoints="sqrt")
+        # nested checkpointed scans keep b_1 + ... + b_d carries for b_1 * ... * b_d >= n steps: 7 steps
+        # fit in 6 (3 * 3), not in 3, which is refused, naming the smallest that fits
+        with pytest.raises(NotSupportedError, match="checkpoints=6 or more"):
+            di.scan(lambda c, i: c * 2, x, 7, checkpoints=3)
 
 
 def test_scan_torch():

@@ -1,27 +1,31 @@
-"""JAX's side of `di.scan` (`Memory.scan`): one program. `checkpoints=None` is `lax.scan` of the step
-(every step's residuals kept); `"sqrt"` a `lax.scan` over segments of `ceil(sqrt(n))` steps, each a
-`jax.checkpoint`ed inner `lax.scan` (one carry kept per segment; a segment's steps re-linearized when the
-reverse sweep reaches it); an int `s` the binomial (Revolve) schedule as nested `jax.checkpoint`s: the
-steps [a, b) with s snapshots are `rest ∘ checkpoint(first)`, `first` the steps [a, m) with s
-snapshots and `rest` the steps [m, b) with s - 1, m the schedule's split
-(`diface._memory.schedule.binomial`). Linearizing that composition runs `first`'s primal (the
-schedule's advance), keeps its input (a snapshot) and linearizes `rest`; the reverse sweep re-linearizes
-`first` from its input: exactly the schedule's step evaluations (`revolve_bound(n, s) + n`) and at most
-`s` carries alive, and everything JAX transforms (jvp, vmap, second order) goes through, as
-`jax.checkpoint` does. The binomial structure is unrolled: its program has `n` step calls (trace and
-compile time grow with n; `"sqrt"` stays two nested loops).
+"""JAX's side of `di.scan` (`Memory.scan`): one program of nested `lax.scan`s. `checkpoints=None` is
+`lax.scan` of the step (every step's residuals kept); `"sqrt"` a `lax.scan` over segments of
+`ceil(sqrt(n))` steps, each a `jax.checkpoint`ed inner `lax.scan` (one carry kept per segment; a
+segment's steps re-linearized when the reverse sweep reaches it).
+
+An int `s`: `d` nested `lax.scan`s of `b_1, ..., b_d` iterations (b_1 * ... * b_d >= n, the steps past n
+skipped by `lax.cond`), each level's body `jax.checkpoint`ed, with b_1 + ... + b_d <= s: a level keeps
+the carries entering its b_k bodies, so at most s carries are kept at any time (besides one step's
+residuals), and the reverse sweep evaluates each step about d + 1 times. `d` is the smallest depth whose
+branchings fit in s. This is not the binomial (Revolve) schedule, which no composition of `lax.scan`
+and `jax.checkpoint` expresses with a program whose size does not grow with n (the binomial schedule
+as nested `jax.checkpoint`s of an unrolled loop compiled for minutes at n = 30); it needs more
+evaluations than `revolve_bound(n, s) + n`, and some (n, s) fit no such nesting (n > 3^(s/3) about:
+`NotSupportedError`, naming the smallest s that fits, or `"sqrt"`). Everything JAX transforms (jvp,
+vmap, second order) goes through, as it does through `jax.checkpoint` and `lax.scan`.
 
 On JAX `step` receives `i` as an int32 array (traced inside `lax.scan`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from ..._memory.schedule import _split
+from ..._errors import NotSupportedError
 
 __all__ = ["Memory"]
 
@@ -60,7 +64,7 @@ def _scan(step: Callable, carry: Any, n: int, schedule: Any, outputs: bool) -> A
     elif schedule == "sqrt":
         carry, ys = _sqrt(body, carry, n)
     else:
-        carry, ys = _binomial(body, carry, 0, n, int(schedule), outputs)
+        carry, ys = _nested(step, body, carry, n, int(schedule), outputs)
     return (carry, ys) if outputs else carry
 
 
@@ -84,21 +88,62 @@ def _sqrt(body: Callable, carry: Any, n: int) -> tuple[Any, Any]:
     return carry, ys
 
 
-def _binomial(body: Callable, carry: Any, a: int, b: int, s: int, outputs: bool) -> tuple[Any, Any]:
-    """Steps [a, b) with `s` snapshots: `rest ∘ checkpoint(first)` (see the module docstring); the rest
-    is a loop, the first parts recursions (their depth is about the repetition number)."""
-    parts: list[Any] = []
-    while b - a > 1:
-        if s == 1:
-            m = b - 1  # one snapshot: each step reached from a again
+def levels(n: int, s: int) -> list[int] | None:
+    """The branchings b_1..b_d (product >= n, sum <= s) of the smallest depth d, or None if none fits."""
+    d = 1
+    while True:
+        b = 1
+        while b**d < n:
+            b += 1
+        bs = [b] * d
+        for k in range(d):
+            while bs[k] > 1 and math.prod(bs) // bs[k] * (bs[k] - 1) >= n:
+                bs[k] -= 1
+        if sum(bs) <= s:
+            return bs
+        if b <= 2:
+            return None
+        d += 1
+
+
+def _smallest_fitting(n: int) -> int:
+    s = 1
+    while levels(n, s) is None:
+        s += 1
+    return s
+
+
+def _nested(step: Callable, body: Callable, carry: Any, n: int, s: int, outputs: bool) -> tuple[Any, Any]:
+    bs = levels(n, s)
+    if bs is None:
+        raise NotSupportedError(
+            f"di.scan on JAX: checkpoints={s} cannot hold {n} steps as nested checkpointed lax.scans (a "
+            f"level of b steps keeps b carries, and the levels' b multiply to n at least): pass "
+            f"checkpoints={_smallest_fitting(n)} or more, or checkpoints=\"sqrt\""
+        )
+    total = math.prod(bs)
+    if total > n:  # the steps past n are skipped
+        out_shape = jax.eval_shape(body, carry, jnp.asarray(0, dtype=jnp.int32))[1]
+
+        def guarded(c: Any, i: Any) -> tuple[Any, Any]:
+            def skip(c: Any) -> tuple[Any, Any]:
+                return c, jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), out_shape)
+
+            return jax.lax.cond(i < n, lambda c: body(c, i), skip, c)
+
+        inner = guarded
+    else:
+        inner = body
+
+    def level(k: int, c: Any, base: Any) -> tuple[Any, Any]:
+        stride = math.prod(bs[k + 1 :])
+        if k == len(bs) - 1:
+            fn = jax.checkpoint(lambda c, j: inner(c, base + j))
         else:
-            m = a + _split(b - a, s)
-        first = jax.checkpoint(lambda c, a=a, m=m, s=s: _binomial(body, c, a, m, s, outputs))
-        carry, ys = first(carry)
-        parts.append(ys)
-        a, s = m, (s if s == 1 else s - 1)
-    carry, y = body(carry, jnp.asarray(a, dtype=jnp.int32))
-    if not outputs:
-        return carry, None
-    parts.append(jax.tree_util.tree_map(lambda v: v[None], y))
-    return carry, jax.tree_util.tree_map(lambda *vs: jnp.concatenate(vs), *parts)
+            fn = jax.checkpoint(lambda c, j: level(k + 1, c, base + j * stride))
+        return jax.lax.scan(fn, c, jnp.arange(bs[k], dtype=jnp.int32))
+
+    carry, ys = level(0, carry, jnp.asarray(0, dtype=jnp.int32))
+    if outputs:
+        ys = jax.tree_util.tree_map(lambda y: y.reshape((total, *y.shape[len(bs) :]))[:n], ys)
+    return carry, ys
