@@ -130,6 +130,11 @@ def bound(config: str, n: int) -> str:
     return str(revolve_bound(n, int(config)) + n)
 
 
+def _error(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if "Error:" in line]
+    return lines[-1].split("Error: ", 1)[-1][:160] if lines else stderr.strip().splitlines()[-1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", default="100,300", help="comma-separated numbers of steps")
@@ -144,8 +149,13 @@ def main() -> None:
         result = (run_jax if engine == "jax" else run_torch)(config, int(n), args.size)
         print(json.dumps(result))
         return
-    trajectory_mb = lambda n: (n + 1) * args.size * 8 / 2**20  # noqa: E731
-    print(f"| engine | n | checkpoints | time (s) | peak RSS (MB) | JAX temp (MB) | step evals | bound | trajectory (MB) |")
+
+    def trajectory_mb(n: int) -> float:
+        return (n + 1) * args.size * 8 / 2**20
+
+    print(
+        "| engine | n | checkpoints | time (s) | peak RSS (MB) | JAX temp (MB) | step evals | bound | trajectory (MB) |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for engine in args.engines.split(","):
         for n in (int(s) for s in args.steps.split(",")):
@@ -157,7 +167,7 @@ def main() -> None:
                 except subprocess.TimeoutExpired:
                     r = {"time_s": float("nan"), "peak_mb": float("nan"), "note": f"over {args.timeout:.0f} s"}
                 except subprocess.CalledProcessError as e:
-                    r = {"time_s": float("nan"), "peak_mb": float("nan"), "note": e.stderr.strip().splitlines()[-1]}
+                    r = {"time_s": float("nan"), "peak_mb": float("nan"), "note": _error(e.stderr)}
                 label = "lax.scan+checkpoint" if config == "idiom" and engine == "jax" else config
                 label = "checkpoint_sequential(sqrt n)" if config == "idiom" and engine == "torch" else label
                 time_s = f"{r['time_s']:.3f}" + (f" (+{r['compile_s']:.1f} compile)" if "compile_s" in r else "")

@@ -119,7 +119,7 @@ def _nested(step: Callable, body: Callable, carry: Any, n: int, s: int, outputs:
         raise NotSupportedError(
             f"di.scan on JAX: checkpoints={s} cannot hold {n} steps as nested checkpointed lax.scans (a "
             f"level of b steps keeps b carries, and the levels' b multiply to n at least): pass "
-            f"checkpoints={_smallest_fitting(n)} or more, or checkpoints=\"sqrt\""
+            f'checkpoints={_smallest_fitting(n)} or more, or checkpoints="sqrt"'
         )
     total = math.prod(bs)
     if total > n:  # the steps past n are skipped
