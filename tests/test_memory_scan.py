@@ -205,7 +205,7 @@ def test_scan_jax():
     jnp = jax.numpy
     if True:  # tests/conftest.py enables float64
         x, other = jnp.linspace(-1.0, 1.0, 5), jnp.linspace(0.3, -0.7, 5)
-        _check_engine(di.AutoJAX(), jnp, lambda u: jnp.roll(u, 1), x, other, np.asarray, ["sqrt", 6], prepared=False)
+        _check_engine(di.AutoJAX(), jnp, lambda u: jnp.roll(u, 1), x, other, np.asarray, ["sqrt", 6, 3], prepared=False)
         # the carry a tree, i a traced integer, outputs stacked leafwise
         c, ys = di.scan(lambda c, i: ({"a": c["a"] * 2}, (c["a"][0], i)), {"a": x}, 5, checkpoints=5, outputs=True)
         np.testing.assert_allclose(np.asarray(c["a"]), 32 * np.asarray(x))
@@ -213,10 +213,12 @@ def test_scan_jax():
         np.testing.assert_array_equal(np.asarray(ys[1]), np.arange(5))
         with pytest.raises(ShapeError, match="dtype"):
             di.scan(lambda c, i: c.astype(jnp.float32), x, 4, checkpoints="sqrt")
-        # nested checkpointed scans keep b_1 + ... + b_d carries for b_1 * ... * b_d >= n steps: 7 steps
-        # fit in 6 (3 * 3), not in 3, which is refused, naming the smallest that fits
+        # 7 steps fit nested checkpointed scans of 3 * 3 in 6 carries; in 3 they take the binomial schedule
+        # (a custom_vjp): first order and forward over reverse (checked above), not forward mode
+        with pytest.raises(TypeError, match="forward-mode"):
+            jax.jvp(lambda z: di.scan(lambda c, i: c * jnp.sin(c), z, 7, checkpoints=3), (x,), (x,))
         with pytest.raises(NotSupportedError, match="checkpoints=6 or more"):
-            di.scan(lambda c, i: c * 2, x, 7, checkpoints=3)
+            di.scan(lambda c, i: c + 1, jnp.arange(3), 7, checkpoints=3)
 
 
 def test_scan_torch():
