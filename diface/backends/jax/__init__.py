@@ -29,8 +29,9 @@ module import: `_ops` (`JaxOps`, JAX arrays as the core sees them), `_trees` (JA
 programs compiled per preparation, the direct path for x alone), `_linearize` (`jax.linearize` compiled
 once), `_second_order` (two modes nested in one computation), `_taylor` (jet and nested jvps, the
 collapsed Laplacian), `_sparsity` and `_sparsity_rules` (the jaxpr interpreted on index sets), `_sparse`
-(compressed products and decompression as one program), `_boundary` (JAX outside `DifferentiateWith`), `_memory` (`di.scan` as one program: nested checkpointed
-`lax.scan`s, or the binomial schedule as a `custom_vjp`).
+(compressed products and decompression as one program), `_boundary` (JAX outside `DifferentiateWith`),
+`_memory` (`di.scan` as one program: nested checkpointed `lax.scan`s, or the binomial schedule as a
+`custom_vjp`).
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ level and `forward_ad_lock`, warning filters), `_inputs` (what users pass in, th
 kernel), `_ops` (`TorchOps`), `_trace` (f on a recorded leaf, on dual tensors, or as a pure function),
 `_batching` (a batch of products as a loop or through vmap), `_linearize`, `_second_order` (the four
 compositions as `SecondOrderPlan`s), `_taylor`, `_sparsity_rules` and `_sparsity` (the ATen graph
-interpreted on index sets), `_boundary` (torch outside `DifferentiateWith`), `_memory` (`di.scan` as a `torch.autograd.Function`
-driven by the checkpointing schedule).
+interpreted on index sets), `_boundary` (torch outside `DifferentiateWith`), `_memory` (`di.scan` as a
+`torch.autograd.Function` driven by the checkpointing schedule).
 """
 
 from __future__ import annotations
