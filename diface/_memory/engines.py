@@ -16,8 +16,11 @@ __all__ = ["MemoryHooks", "hooks_for", "register_memory"]
 class MemoryHooks(Protocol):
     """One engine's recomputation: `owns(a)` says whether `a` is the engine's array or traced value;
     `checkpoint(fn, args, kwargs)` calls `fn` so that reverse mode recomputes its intermediates instead of
-    keeping them; `scan(step, carry, n, schedule, outputs)` runs the loop on `schedule`
-    (`diface._memory.schedule`)."""
+    keeping them; `scan(step, carry, n, schedule, outputs)` runs the loop: `schedule` is the checked
+    `checkpoints` argument (an int s, `"sqrt"`, or None where the hooks set `loop_program = True`: the
+    engine compiles even the unbounded loop, as JAX's `lax.scan`), which an engine driven by actions turns
+    into them with `diface._memory.schedule.actions(n, schedule)`; `step` is already wrapped to check the
+    carry (`diface._memory.loop.Carry.check`). Hooks without `scan` leave `di.scan` to the plain loop."""
 
     def owns(self, a: Any) -> bool: ...
 

@@ -48,34 +48,37 @@ class Carry:
     def unflatten(self, leaves: list) -> Any:
         return self.flattener.unflatten(self.structure, list(leaves))
 
-    def check(self, new: Any, i: int) -> list:
-        """`new`'s leaves, after checking it has the carry's tree structure, shapes and dtypes."""
+    def check(self, new: Any, i: int | None) -> list:
+        """`new`'s leaves, after checking it has the carry's tree structure, shapes and dtypes (`i`: the
+        step, None where it is traced)."""
+        where = "a step" if i is None else f"step {i}"
         try:
             leaves, structure = self.flattener.flatten(new)
         except Exception as e:
-            raise ShapeError(f"di.scan: step {i} returned a carry that cannot be flattened as a tree ({e})") from e
+            raise ShapeError(f"di.scan: {where} returned a carry that cannot be flattened as a tree ({e})") from e
         if structure != self.structure or len(leaves) != len(self.specs):
             raise ShapeError(
-                f"di.scan: step {i} returned a carry of another tree structure than the carry it was given "
+                f"di.scan: {where} returned a carry of another tree structure than the carry it was given "
                 f"(leaves {self.paths}); the carry must keep its structure across steps"
             )
         for path, (shape, dtype), leaf in zip(self.paths, self.specs, leaves, strict=True):
             got = (_shape(leaf), _dtype(leaf))
             if got != (shape, dtype):
                 raise ShapeError(
-                    f"di.scan: step {i} changed {path} from shape {shape} and dtype {dtype} to shape {got[0]} "
+                    f"di.scan: {where} changed {path} from shape {shape} and dtype {dtype} to shape {got[0]} "
                     f"and dtype {got[1]}; the carry must keep its shapes and dtypes across steps"
                 )
         return list(leaves)
 
 
-def split_output(result: Any, outputs: bool, i: int) -> tuple[Any, Any]:
+def split_output(result: Any, outputs: bool, i: int | None) -> tuple[Any, Any]:
     """(carry, output) of what `step` returned."""
     if not outputs:
         return result, None
     if not isinstance(result, tuple) or len(result) != 2:
         raise ArgumentError(
-            f"di.scan with outputs=True: step must return a pair (carry, output), step {i} returned "
+            f"di.scan with outputs=True: step must return a pair (carry, output), "
+            f"{'a step' if i is None else f'step {i}'} returned "
             f"{type(result).__name__}"
         )
     return result

@@ -56,8 +56,9 @@ def scan(
         return plain_loop(step, carry, n, outputs, spec)
 
     def checked(c: Any, i: Any) -> Any:
-        new, out = split_output(step(c, i), outputs, i if isinstance(i, int) else -1)
-        spec.check(new, i if isinstance(i, int) else -1)
+        at = i if isinstance(i, int) else None
+        new, out = split_output(step(c, i), outputs, at)
+        spec.check(new, at)
         return (new, out) if outputs else new
 
     return engine_scan(checked, carry, n, spec_checkpoints, outputs)

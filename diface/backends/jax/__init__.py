@@ -30,7 +30,8 @@ programs compiled per preparation, the direct path for x alone), `_linearize` (`
 once), `_second_order` (two modes nested in one computation), `_taylor` (jet and nested jvps, the
 collapsed Laplacian), `_sparsity` and `_sparsity_rules` (the jaxpr interpreted on index sets), `_sparse`
 (compressed products and decompression as one program), `_boundary` (JAX outside `DifferentiateWith`),
-`_memory` (`jax.checkpoint` for `di.checkpoint`).
+`_memory` (`jax.checkpoint` for `di.checkpoint`; `di.scan` as one program: nested checkpointed
+`lax.scan`s, or the binomial schedule as a `custom_vjp`).
 """
 
 from __future__ import annotations
@@ -298,10 +299,10 @@ def _boundary() -> Any:
 register_boundary("jax", _boundary)
 
 
-def _memory() -> Any:
+def _memory_hooks() -> Any:
     from ._memory import Memory
 
     return Memory()
 
 
-register_memory("jax", _memory)
+register_memory("jax", _memory_hooks)

@@ -45,7 +45,8 @@ kernel), `_ops` (`TorchOps`), `_trace` (f on a recorded leaf, on dual tensors, o
 `_batching` (a batch of products as a loop or through vmap), `_linearize`, `_second_order` (the four
 compositions as `SecondOrderPlan`s), `_taylor`, `_sparsity_rules` and `_sparsity` (the ATen graph
 interpreted on index sets), `_boundary` (torch outside `DifferentiateWith`), `_memory`
-(`torch.utils.checkpoint` for `di.checkpoint`).
+(`torch.utils.checkpoint` for `di.checkpoint`; `di.scan` as a `torch.autograd.Function` driven by the
+checkpointing schedule).
 """
 
 from __future__ import annotations
@@ -246,10 +247,10 @@ def _boundary() -> Any:
 register_boundary("torch", _boundary)
 
 
-def _memory() -> Any:
+def _memory_hooks() -> Any:
     from ._memory import Memory
 
     return Memory()
 
 
-register_memory("torch", _memory)
+register_memory("torch", _memory_hooks)
