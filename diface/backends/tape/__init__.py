@@ -57,7 +57,9 @@ not load the tape), checked by tests/test_tape_layers.py.
    jacobian), `linearize` (linearizations: one forward replay, then batched sweeps), `second_order`
    (the derivative map recorded as a tape and linearized), `sparse` (compressed Jacobians in one
    replay), `boundary` (AutoTape as the outer engine of `DifferentiateWith`), `bounded` (the
-   kernels' sweeps within `memory=` or as `di.checkpoint`/`di.scan` marked f, and their report); `analysis/`: `taylor`
+   kernels' sweeps within `memory=` or as `di.checkpoint`/`di.scan` marked f, and their report),
+   `bounded_second_order` (hvp and Hessians within `memory=`: the gradient of the recorded, streamed
+   directional derivative); `analysis/`: `taylor`
    (Taylor mode and the exact Laplacian), `sparsity` (global sparsity on index sets), `inverse`
    (inverse accumulation, with `inverse_plan`, `inverse_sites`, `inverse_steps`).
 """

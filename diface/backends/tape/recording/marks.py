@@ -25,7 +25,9 @@ class TapeMemory:
     """The tape's `diface._memory.engines.MemoryHooks`."""
 
     def owns(self, a: Any) -> bool:
-        return isinstance(a, Traced)
+        """Traced arrays, and while this thread records f, NumPy arrays too (a scan whose carry starts as a
+        constant and whose steps read traced values is on the tape as well)."""
+        return isinstance(a, Traced) or (isinstance(a, np.ndarray) and current_tape() is not None)
 
     def checkpoint(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
         tape = _tape_of((*args, *kwargs.values()))
