@@ -1,9 +1,9 @@
 """`di.checkpoint(fn)`: `fn` whose intermediates reverse mode recomputes from its inputs instead of keeping.
 
 The wrapper finds the engine whose arrays or traced values `fn` is called with (`engines.hooks_for`) and
-lets that engine call `fn` with its own recomputation (`jax.checkpoint`, `torch.utils.checkpoint`,
-`tf.recompute_grad`, `mx.checkpoint`, an autograd primitive whose rules trace `fn` again, PyTensor's
-`OpFromGraph`). Called with values no engine owns (NumPy arrays, numbers: finite differences, or outside
+lets that engine call `fn` with its own recomputation (`jax.checkpoint`, `torch.utils.checkpoint`, a
+TensorFlow custom gradient and an autograd primitive whose rules trace `fn` again, PyTensor's
+`OpFromGraph`, the tape's marks; MLX runs `fn` as it is: see `diface.backends.mlx._memory`). Called with values no engine owns (NumPy arrays, numbers: finite differences, or outside
 any derivative) nothing is stored, so `fn` is simply called.
 """
 
@@ -24,8 +24,9 @@ def checkpoint(fn: Callable) -> Callable:
     """`fn` as it is, except that, called inside a function an engine differentiates in reverse mode, its
     intermediates are not kept: they are recomputed from its inputs when the reverse pass reaches it, by
     the engine's own mechanism. Arguments and results may be trees (dict, list, tuple). Forward mode and
-    finite differences store nothing, and there it is `fn` itself. Where the engine's rule has derivatives
-    for its arguments only (TensorFlow, MLX, autograd), a function reading a traced value it is not given
+    finite differences store nothing, and there it is `fn` itself (on MLX too, which cannot recompute
+    without risking a derivative). Where the engine's rule has derivatives for its arguments only
+    (TensorFlow, autograd), a function reading a traced value it is not given
     (a closure over a value computed from x) raises `NotSupportedError`: pass that value as an argument
     (docs/memory.md).
 
