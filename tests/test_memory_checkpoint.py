@@ -5,7 +5,6 @@ and the engine's own recomputation actually in use."""
 from __future__ import annotations
 
 import importlib.util
-
 from typing import Any
 
 import numpy as np

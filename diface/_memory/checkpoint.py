@@ -3,8 +3,9 @@
 The wrapper finds the engine whose arrays or traced values `fn` is called with (`engines.hooks_for`) and
 lets that engine call `fn` with its own recomputation (`jax.checkpoint`, `torch.utils.checkpoint`, a
 TensorFlow custom gradient and an autograd primitive whose rules trace `fn` again, PyTensor's
-`OpFromGraph`, the tape's marks; MLX runs `fn` as it is: see `diface.backends.mlx._memory`). Called with values no engine owns (NumPy arrays, numbers: finite differences, or outside
-any derivative) nothing is stored, so `fn` is simply called.
+`OpFromGraph`, the tape's marks; MLX runs `fn` as it is: see `diface.backends.mlx._memory`). Called
+with values no engine owns (NumPy arrays, numbers: finite differences, or outside any derivative)
+nothing is stored, so `fn` is simply called.
 """
 
 from __future__ import annotations
