@@ -4,22 +4,27 @@ inputs and outputs, one element, 3-d, float32), against analytic results; prepar
 contiguous point, so prepared calls meet the layout for the first time.
 
 JAX compiles its own programs for every case (about half a second each on a CI core, for a few hundred
-cases): its layout cases are a pairwise covering of the full grid (`pairwise`), every pair of (base
-scenario, layout), (base scenario, operator) and (layout, operator) still met, chosen deterministically
-(a seeded shuffle, then greedy); its edge cases, and every case of the other backends, run in full."""
+cases), and the reverse-only test double's own second order nests finite differences in finite
+differences: their layout cases are a pairwise covering of the full grid (`pairwise`), every pair of
+(base scenario, layout), (base scenario, operator) and (layout, operator) still met, chosen
+deterministically (a seeded shuffle, then greedy); their edge cases, and every case of the other
+backends, run in full."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy_backends import ReverseOnly
 
 import diface as di
 from conftest import assert_operator, first_order_backends, operator_cases, second_order_backends
 from diface.testing import LAYOUTS, edge_scenarios, layout_scenarios
 
 SCENARIOS = layout_scenarios() + edge_scenarios()
-#: the backends whose layout cases are sampled: those that compile per case
+#: the backends whose layout cases are sampled: JAX (it compiles per case) and, in second order, the
+#: reverse-only double (reverse over reverse: finite differences of finite differences, its slowest)
 SAMPLED = (di.AutoJAX,)
+SAMPLED_SECOND_ORDER = (di.AutoJAX, ReverseOnly)
 
 
 def _base_and_layout(name: str) -> tuple[str, str] | None:
@@ -30,7 +35,7 @@ def _base_and_layout(name: str) -> tuple[str, str] | None:
     return None
 
 
-def pairwise(cases: list) -> list:
+def pairwise(cases: list, sampled: tuple = SAMPLED) -> list:
     """Of each sampled backend's layout cases without marks (the skips and strict expected failures all
     stay), a subset covering every (base, layout), (base, operator) and (layout, operator) pair the full
     grid has: the cases in an order shuffled by a seeded generator, each kept where it meets a pair not
@@ -40,7 +45,7 @@ def pairwise(cases: list) -> list:
     for case in cases:
         backend, scenario, op = case.values
         split = _base_and_layout(scenario.name)
-        if isinstance(backend, SAMPLED) and split and not case.marks:
+        if isinstance(backend, sampled) and split and not case.marks:
             candidates.append((case, (backend.label(), *split, op)))
         else:
             kept.append(case)
@@ -61,7 +66,8 @@ def test_first_order(backend, scenario, op):
 
 
 @pytest.mark.parametrize(
-    ("backend", "scenario", "op"), pairwise(operator_cases(second_order_backends(), True, SCENARIOS))
+    ("backend", "scenario", "op"),
+    pairwise(operator_cases(second_order_backends(), True, SCENARIOS), SAMPLED_SECOND_ORDER),
 )
 def test_second_order(backend, scenario, op):
     assert_operator(backend, scenario, op)
