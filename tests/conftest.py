@@ -27,6 +27,21 @@ if HAS_JAX:
     # two CPU devices, so that tests/test_device_placement.py can commit arrays to a device that is not
     # the default one (set before JAX's backend starts; every other test uses the default device 0)
     jax.config.update("jax_num_cpu_devices", 2)
+    # a compilation cache of this process's own: the suite compiles the same XLA program many times
+    # over (each preparation jits its own closure; the layout and edge scenarios of one function lower
+    # to one program, as JAX arrays have no strides), and XLA's compile is most of a small case's time.
+    # Tracing and lowering still run for every program, so nothing a test checks changes; a hit only
+    # skips XLA's compile of an identical program. One directory per process (pytest-xdist's workers
+    # would otherwise share entries that JAX writes non-atomically), removed at exit.
+    import atexit
+    import shutil
+    import tempfile
+
+    _jax_cache = tempfile.mkdtemp(prefix="diface-tests-jax-cache-")
+    atexit.register(shutil.rmtree, _jax_cache, ignore_errors=True)
+    jax.config.update("jax_compilation_cache_dir", _jax_cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 def engine_defaults() -> list:

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import diface as di
 from conftest import assert_operator, first_order_backends, operator_cases
 from diface.testing import structural_scenarios
 from diface.testing._structural import FAMILIES, apply, linearize, load_records
@@ -68,8 +69,25 @@ def test_generator_reproduces_the_shipped_file():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def _sampled(cases: list) -> list:
+    """JAX compiles per case (a second or two each): its Jacobians, which every record's check runs
+    through the same vmapped pushforwards or pullbacks, on the first record of each family (where, cat,
+    narrow, clamp) only; each record's own rule is still met by its pushforward and pullback (the
+    database's JVP and VJP) on JAX, and by every case on every other backend. Cases with marks all stay."""
+    kept, families = [], set()
+    for case in cases:
+        backend, scenario, op = case.values
+        if isinstance(backend, di.AutoJAX) and op == "jacobian" and not case.marks:
+            family = scenario.name.split(":")[0]
+            if family in families:
+                continue
+            families.add(family)
+        kept.append(case)
+    return kept
+
+
 @pytest.mark.parametrize(
-    ("backend", "scenario", "op"), operator_cases(first_order_backends(), False, structural_scenarios())
+    ("backend", "scenario", "op"), _sampled(operator_cases(first_order_backends(), False, structural_scenarios()))
 )
 def test_backend_against_the_database(backend, scenario, op):
     assert_operator(backend, scenario, op)
