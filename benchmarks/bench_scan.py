@@ -1,8 +1,10 @@
 """`di.scan` beside the engines' own idioms: time and peak memory of the gradient of the issue's explicit
 simulation (u <- u + h*(tanh(u)*p1 - a*u + 0.1*roll(u, 1)), loss sum(u^2), `--size` unknowns) against
 the number of steps, for checkpoints=None, "sqrt", 10 and 50, on JAX (beside `lax.scan` of a
-`jax.checkpoint`ed step) and torch (beside `torch.utils.checkpoint.checkpoint_sequential`), with the
-step evaluations counted against the Revolve bound.
+`jax.checkpoint`ed step), torch (beside `torch.utils.checkpoint.checkpoint_sequential`) and the tape
+(beside the plain loop, every value kept), with the step evaluations counted against the Revolve bound
+(the tape's: its forward runs of the loop, from `prep.report`, the steps before and after the loop
+counted as two).
 
 Each configuration runs in a fresh subprocess: peak memory is its resident-set peak
 (`ru_maxrss`) less the resident set before the gradient (the arrays and the framework loaded); on JAX,
@@ -120,6 +122,45 @@ def run_torch(config: str, n: int, size: int) -> dict:
     return {"time_s": min(times), "peak_mb": _rss_mb() - base, "evaluations": evaluations}
 
 
+def run_tape(config: str, n: int, size: int) -> dict:
+    import numpy as np
+
+    import diface as di
+
+    p1 = np.linspace(0.5, 1.5, size)
+
+    def step(u, i=0):
+        return u + H * (np.tanh(u) * p1 - A * u + 0.1 * np.roll(u, 1))
+
+    if config == "idiom":  # the plain loop, every value kept
+
+        def loss(u):
+            for i in range(n):
+                u = step(u, i)
+            return np.sum(u**2)
+    else:
+        ck = _checkpoints(config)
+
+        def loss(u):
+            return np.sum(di.scan(step, u, n, checkpoints=ck) ** 2)
+
+    u0 = np.linspace(-1.0, 1.0, size)
+    base = _rss_mb()
+    prep = di.prepare_gradient(loss, di.AutoTape(), u0)
+    prep.gradient(u0)
+    times = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        prep.gradient(u0)
+        times.append(time.perf_counter() - t0)
+    # the tape replays the recording: step evaluations are its forward runs of the loop
+    evaluations = round(prep.report.recomputation * (n + 2)) - 2
+    return {"time_s": min(times), "peak_mb": _rss_mb() - base, "evaluations": evaluations}
+
+
+RUNS = {"jax": run_jax, "torch": run_torch, "tape": run_tape}
+
+
 def bound(config: str, n: int) -> str:
     from diface._memory.schedule import advanced_steps, revolve_bound, sqrt_segments
 
@@ -139,14 +180,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", default="100,300", help="comma-separated numbers of steps")
     parser.add_argument("--size", type=int, default=10_000, help="unknowns")
-    parser.add_argument("--engines", default="jax,torch")
+    parser.add_argument("--engines", default="jax,torch,tape")
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per configuration")
     parser.add_argument("--one", nargs=3, metavar=("ENGINE", "CONFIG", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         engine, config, n = args.one
-        result = (run_jax if engine == "jax" else run_torch)(config, int(n), args.size)
+        result = RUNS[engine](config, int(n), args.size)
         print(json.dumps(result))
         return
 
@@ -170,13 +211,14 @@ def main() -> None:
                     r = {"time_s": float("nan"), "peak_mb": float("nan"), "note": _error(e.stderr)}
                 label = "lax.scan+checkpoint" if config == "idiom" and engine == "jax" else config
                 label = "checkpoint_sequential(sqrt n)" if config == "idiom" and engine == "torch" else label
+                label = "plain loop" if config == "idiom" and engine == "tape" else label
                 time_s = f"{r['time_s']:.3f}" + (f" (+{r['compile_s']:.1f} compile)" if "compile_s" in r else "")
                 temp = f"{r['temp_mb']:.1f}" if "temp_mb" in r else ""
                 evals = str(r.get("evaluations", ""))
                 note = f" {r['note']}" if "note" in r else ""
                 print(
                     f"| {engine} | {n} | {label} | {time_s}{note} | {r['peak_mb']:.1f} | {temp} | {evals} | "
-                    f"{bound(config, n) if engine == 'torch' else ''} | {trajectory_mb(n):.1f} |",
+                    f"{bound(config, n) if engine != 'jax' else ''} | {trajectory_mb(n):.1f} |",
                     flush=True,
                 )
 

@@ -101,7 +101,8 @@ class _Kernel:
         if not at_recorded_point(rec, x, cv):
             rec = self._record(x, cv, y)
         tape = rec.tape
-        env = tape.values
+        # a lean recording (a budget, or marks) let go of its values: run it again at the recorded point
+        env = tape.values if tape.holders is None else traced_env(tape, x, cv)
         output = fresh(env[tape.output])
         if y is not None:
             np.copyto(y, output)

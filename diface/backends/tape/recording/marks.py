@@ -6,6 +6,7 @@ A checkpointed call marks the nodes it recorded; a scan marks where each of its 
 recomputed from a snapshot of what crosses into it when the reverse sweep reaches it; a scan's steps
 are recomputed on its schedule; the rest of the tape keeps its values. Forward mode, second order and
 the other analyses read the recording as if unmarked: nothing there keeps values a reverse sweep would.
+From the first mark on the recording is lean: it lets go of the values no traced array holds.
 """
 
 from __future__ import annotations
@@ -30,14 +31,14 @@ class TapeMemory:
         return isinstance(a, Traced) or (isinstance(a, np.ndarray) and current_tape() is not None)
 
     def checkpoint(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
-        tape = _tape_of((*args, *kwargs.values()))
+        tape = _lean(_tape_of((*args, *kwargs.values())))
         start = len(tape.nodes)
         result = fn(*args, **kwargs)
         tape.marks.append(("checkpoint", start, len(tape.nodes), None))
         return result
 
     def scan(self, step: Callable, carry: Any, n: int, checkpoints: Any, outputs: bool) -> Any:
-        tape = _tape_of((carry,))
+        tape = _lean(_tape_of((carry,)))
         start = len(tape.nodes)
         starts = []
         outs = []
@@ -51,6 +52,17 @@ class TapeMemory:
                 carry = result
         tape.marks.append(("scan", start, len(tape.nodes), (tuple(starts), checkpoints)))
         return (carry, stack_outputs(outs, np.stack)) if outputs else carry
+
+
+#: a marked recording lets go of the values no traced array holds (`Tape.lean`), checked whenever an
+#: eighth of this many bytes accumulated (what the marked kernels recompute, the recording need not keep)
+_MARKED = 64 << 20
+
+
+def _lean(tape: Tape) -> Tape:
+    if tape.holders is None:
+        tape.lean(_MARKED)
+    return tape
 
 
 def _tape_of(values: tuple) -> Tape:
