@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
@@ -18,6 +19,7 @@ from pytensor.graph.traversal import graph_inputs
 
 from ..._call.trees.registry import _own_flatten, _own_unflatten
 from ..._memory.checkpoint import split_arrays
+from ..._memory.nested import nested_scan
 
 __all__ = ["Memory"]
 
@@ -39,3 +41,6 @@ class Memory:
         op = OpFromGraph([*inner, *free], leaves)
         outputs = op(*arrays, *free)
         return _own_unflatten(structure, list(outputs) if len(leaves) > 1 else [outputs])
+
+    def scan(self, step: Callable, carry: Any, n: int, schedule: Any, outputs: bool) -> Any:
+        return nested_scan(self.checkpoint, step, carry, n, schedule, outputs, pt.stack)

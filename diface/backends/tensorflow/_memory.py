@@ -23,6 +23,7 @@ from tensorflow.python.eager import forwardprop_util, record
 from ..._call.trees.registry import _own_flatten
 from ..._errors import NotSupportedError
 from ..._memory.checkpoint import split_arrays
+from ..._memory.nested import nested_scan
 
 __all__ = ["Memory"]
 
@@ -37,6 +38,9 @@ class Memory:
         arrays, call = split_arrays(fn, args, kwargs, self.owns)
         _refuse_closures(fn, call, arrays)
         return _recomputed(call)(*arrays)
+
+    def scan(self, step: Callable, carry: Any, n: int, schedule: Any, outputs: bool) -> Any:
+        return nested_scan(self.checkpoint, step, carry, n, schedule, outputs, tf.stack)
 
 
 def _refuse_closures(fn: Callable, call: Callable, arrays: list) -> None:
