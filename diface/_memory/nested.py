@@ -32,6 +32,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from diface._errors import NotSupportedError
+
 from .loop import stack_outputs
 
 __all__ = ["levels", "nested_scan", "plan"]
@@ -141,7 +143,12 @@ def nested_scan(
 
         return run
 
-    result = level(0, 0)(carry)
+    try:
+        result = level(0, 0)(carry)
+    except NotSupportedError as e:
+        raise NotSupportedError(
+            f"di.scan: {e}. In di.scan, pass such a value in the carry (the step returning it unchanged)"
+        ) from e
     if not outputs:
         return result
     carry, outs = result
