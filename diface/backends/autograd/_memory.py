@@ -1,10 +1,12 @@
-"""autograd's side of `di.checkpoint` (and `di.scan`): the function as one autograd primitive (so the trace
-keeps only its inputs and output), whose VJP traces it again from its inputs (`make_vjp`: the mechanism of
-`autograd.checkpoint`) and whose JVP is its own (`make_jvp`). The rules trace with autograd's boxes, at a
-new level above whatever boxes the inputs are, so they nest: reverse over reverse and forward over reverse
-(diface's autograd Hessians) differentiate through the recomputation. A primitive has derivatives for
-its arguments only: a function reading a traced value it is not given (a closure over a value computed
-from x) returns a traced value from the primitive's own run, which raises `NotSupportedError`."""
+"""autograd's side of `di.checkpoint` (and of `di.scan`, whose levels, `diface._memory.nested`, are such
+calls): the function as one autograd primitive (so the trace keeps only its inputs and output), whose VJP
+traces it again from its inputs once the cotangent arrives (`make_vjp`, over all its differentiated
+arguments at once; `autograd.checkpoint` makes it while recording, so keeps the trace) and whose JVP is its
+own (`make_jvp`). The rules trace with autograd's boxes, at a new level above whatever boxes the inputs are,
+so they nest: reverse over reverse and forward over reverse (diface's autograd Hessians) differentiate
+through the recomputation. A primitive has derivatives for its arguments only: a function reading a traced
+value it is not given (a closure over a value computed from x) returns a traced value from the primitive's
+own run, which raises `NotSupportedError`."""
 
 from __future__ import annotations
 

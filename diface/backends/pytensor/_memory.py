@@ -1,10 +1,10 @@
-"""PyTensor's side of `di.checkpoint` (and `di.scan`): the function as one `OpFromGraph`, a node of the
-symbolic graph whose gradient (and R-operator) is a graph of its own built from the node's inputs, so the
-reverse pass recomputes the function's intermediates inside it rather than reading values the forward
-graph kept. The gradient graph is itself differentiable, so second order nests through it. Variables the
-function reads without being given them (closures over values computed from x) become inputs of the node
-too. What memory the compiled function finally uses is the compiler's to decide (its rewrites may inline
-or share work)."""
+"""PyTensor's side of `di.checkpoint` (and of `di.scan`, whose levels, `diface._memory.nested`, are such
+calls): the function as one `OpFromGraph`, a node of the symbolic graph whose gradient (and R-operator) is a
+graph of its own built from the node's inputs, so the reverse pass recomputes the function's intermediates
+inside it rather than reading values the forward graph kept. The gradient graph is itself differentiable, so
+second order nests through it. Variables the function reads without being given them (closures over values
+computed from x) become inputs of the node too. What memory the compiled function finally uses is the
+compiler's to decide (its rewrites may inline or share work)."""
 
 from __future__ import annotations
 
