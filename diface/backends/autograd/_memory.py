@@ -1,10 +1,12 @@
-"""autograd's side of `di.checkpoint` (and `di.scan`): the function as one autograd primitive (so the trace
-keeps only its inputs and output), whose VJP traces it again from its inputs (`make_vjp`: the mechanism of
-`autograd.checkpoint`) and whose JVP is its own (`make_jvp`). The rules trace with autograd's boxes, at a
-new level above whatever boxes the inputs are, so they nest: reverse over reverse and forward over reverse
-(diface's autograd Hessians) differentiate through the recomputation. A primitive has derivatives for
-its arguments only: a function reading a traced value it is not given (a closure over a value computed
-from x) returns a traced value from the primitive's own run, which raises `NotSupportedError`."""
+"""autograd's side of `di.checkpoint` (and of `di.scan`, whose levels, `diface._memory.nested`, are such
+calls): the function as one autograd primitive (so the trace keeps only its inputs and output), whose VJP
+traces it again from its inputs once the cotangent arrives (`make_vjp`, over all its differentiated
+arguments at once; `autograd.checkpoint` makes it while recording, so keeps the trace) and whose JVP is its
+own (`make_jvp`). The rules trace with autograd's boxes, at a new level above whatever boxes the inputs are,
+so they nest: reverse over reverse and forward over reverse (diface's autograd Hessians) differentiate
+through the recomputation. A primitive has derivatives for its arguments only: a function reading a traced
+value it is not given (a closure over a value computed from x) returns a traced value from the primitive's
+own run, which raises `NotSupportedError`."""
 
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ from typing import Any
 import autograd.numpy as anp
 import numpy as np
 from autograd import make_jvp, make_vjp
-from autograd.extend import Box, defjvp_argnum, defvjp_argnum, primitive
+from autograd.extend import Box, defjvp_argnums, defvjp_argnums, primitive
 
 from ..._call.trees.registry import _own_flatten, _own_unflatten
 from ..._errors import NotSupportedError
 from ..._memory.checkpoint import split_arrays
+from ..._memory.nested import nested_scan
 
 __all__ = ["Memory"]
 
@@ -52,14 +55,19 @@ class Memory:
 
         run = primitive(flat)
 
-        def vjp(argnum: int, ans: Any, args: tuple, kwargs: dict) -> Callable:
-            return make_vjp(_at(flat, args, argnum))(args[argnum])[0]
+        def vjp(argnums: tuple, ans: Any, args: tuple, kwargs: dict) -> Callable:
+            # autograd makes a node's VJP while recording the forward pass: the recomputation waits for the
+            # cotangent (else the node would hold fn's whole trace), and serves every argument at once
+            def pull(g: Any) -> Any:
+                return make_vjp(_at(flat, args, argnums))(tuple(args[a] for a in argnums))[0](g)
 
-        def jvp(argnum: int, g: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
-            return make_jvp(_at(flat, args, argnum))(args[argnum])(g)[1]
+            return pull
 
-        defvjp_argnum(run, vjp)
-        defjvp_argnum(run, jvp)
+        def jvp(argnums: tuple, gs: list, ans: Any, args: tuple, kwargs: dict) -> Any:
+            return make_jvp(_at(flat, args, argnums))(tuple(args[a] for a in argnums))(tuple(gs))[1]
+
+        defvjp_argnums(run, vjp)
+        defjvp_argnums(run, jvp)
         leaves = run(*arrays)  # runs flat first, which records the structure
         structure, shapes = out[0]
         if len(shapes) == 1:
@@ -71,11 +79,17 @@ class Memory:
             start += size
         return _own_unflatten(structure, parts)
 
+    def scan(self, step: Callable, carry: Any, n: int, schedule: Any, outputs: bool) -> Any:
+        return nested_scan(self.checkpoint, step, carry, n, schedule, outputs, anp.stack)
 
-def _at(flat: Callable, args: tuple, argnum: int) -> Callable:
-    """`flat` as a function of its argument `argnum` alone."""
 
-    def one(v: Any) -> tuple:
-        return flat(*args[:argnum], v, *args[argnum + 1 :])
+def _at(flat: Callable, args: tuple, argnums: tuple) -> Callable:
+    """`flat` as a function of the tuple of its arguments `argnums` alone."""
 
-    return one
+    def some(values: tuple) -> Any:
+        full = list(args)
+        for a, v in zip(argnums, values, strict=True):
+            full[a] = v
+        return flat(*full)
+
+    return some
