@@ -36,6 +36,7 @@ import numpy as np
 
 from ..._errors import NotSupportedError
 from ..._memory.checkpoint import split_arrays
+from ..._memory.nested import levels
 
 __all__ = ["Memory"]
 
@@ -100,24 +101,6 @@ def _sqrt(body: Callable, carry: Any, n: int) -> tuple[Any, Any]:
         carry, tail = segment(carry, _indices(full * length, rest))
         ys = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), ys, tail)
     return carry, ys
-
-
-def levels(n: int, s: int) -> list[int] | None:
-    """The branchings b_1..b_d (product >= n, sum <= s) of the smallest depth d, or None if none fits."""
-    d = 1
-    while True:
-        b = 1
-        while b**d < n:
-            b += 1
-        bs = [b] * d
-        for k in range(d):
-            while bs[k] > 1 and math.prod(bs) // bs[k] * (bs[k] - 1) >= n:
-                bs[k] -= 1
-        if sum(bs) <= s:
-            return bs
-        if b <= 2:
-            return None
-        d += 1
 
 
 def _floating(tree: Any) -> bool:
