@@ -34,7 +34,7 @@ from typing import Any
 
 from diface._errors import NotSupportedError
 
-from .loop import stack_outputs
+from .loop import run, stack_outputs
 
 __all__ = ["levels", "nested_scan", "plan"]
 
@@ -110,24 +110,17 @@ def nested_scan(
     strides = [math.prod(bs[k + 1 :]) * length for k in range(len(bs))]
 
     def leaf(start: int) -> Callable:
-        def run(c: Any) -> Any:
-            outs = []
-            for i in range(start, min(start + length, n)):
-                r = step(c, i)
-                if outputs:
-                    c, out = r
-                    outs.append(out)
-                else:
-                    c = r
-            return (c, outs) if outputs else c
+        def steps(c: Any) -> Any:
+            r = run(step, c, min(length, n - start), outputs, start)
+            return (r[0], list(r[1])) if outputs else r
 
-        return run
+        return steps
 
     def level(k: int, start: int) -> Callable:
         if k == len(bs):
             return leaf(start)
 
-        def run(c: Any) -> Any:
+        def calls(c: Any) -> Any:
             outs: list = []
             for j in range(bs[k]):
                 child = start + j * strides[k]
@@ -141,7 +134,7 @@ def nested_scan(
                     c = r
             return (c, outs) if outputs else c
 
-        return run
+        return calls
 
     try:
         result = level(0, 0)(carry)
