@@ -2,6 +2,7 @@
 
     python benchmarks/bench_memory.py                      # 10^3 and 10^4 steps, both, 10^5 bounded
     python benchmarks/bench_memory.py --steps 1000 --memory 1GB 200MB
+    python benchmarks/bench_memory.py --ratio 10000 460MB     # time per step against 10^3 unbounded
 
 The simulation (issue 33): u <- u + h * (tanh(u) * p - a * u + 0.1 * roll(u, 1)) with 10^4 unknowns,
 loss sum(u^2), differentiated with respect to p. Each configuration runs in a fresh process, which
@@ -72,13 +73,53 @@ def run(steps: int, n: int, memory: str, directory: str) -> dict:
     return result
 
 
+RATIO = r"""
+import sys, time
+import numpy as np
+import diface as di
+
+n, steps, memory = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+rng = np.random.default_rng(0)
+u0 = 0.1 * rng.standard_normal(n)
+
+def simulation(k):
+    def f(p):
+        u = u0
+        for _ in range(k):
+            u = u + 0.01 * (np.tanh(u) * p - 0.5 * u + 0.1 * np.roll(u, 1))
+        return np.sum(u**2)
+    return f
+
+unbounded = di.prepare_gradient(simulation(1000), di.AutoTape(), np.zeros(n))
+bounded = di.prepare_gradient(simulation(steps), di.AutoTape(memory=memory), np.zeros(n))
+x = 0.3 + 0.1 * rng.standard_normal(n)
+a, b = [], []
+for _ in range(3):  # interleaved rounds, the best of each
+    t = time.perf_counter(); unbounded.gradient(x); a.append((time.perf_counter() - t) / 1000)
+    t = time.perf_counter(); bounded.gradient(x); b.append((time.perf_counter() - t) / steps)
+print(bounded.report)
+print(f"per step: unbounded at 1000 steps {1e3 * min(a):.3f} ms, {memory} at {steps} steps {1e3 * min(b):.3f} ms: "
+      f"{min(b) / min(a):.2f} times")
+"""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--memory", nargs="+", default=["none", "1GB"], help='"none" or budgets such as 1GB')
     parser.add_argument("--unknowns", type=int, default=10_000)
     parser.add_argument("--max-unbounded-steps", type=int, default=10_000)
+    parser.add_argument(
+        "--ratio",
+        nargs=2,
+        metavar=("STEPS", "MEMORY"),
+        help="instead: in one process, the time per step of a budgeted gradient of STEPS steps against the "
+        "unbounded gradient of 1000 steps (e.g. --ratio 10000 460MB: the segments of the 10^5-step 1GB run)",
+    )
     args = parser.parse_args()
+    if args.ratio:
+        subprocess.run([sys.executable, "-c", RATIO, str(args.unknowns), *args.ratio], check=True)
+        return
     import numpy as np
 
     rows = []
