@@ -18,7 +18,7 @@ sweep over B cotangents keeps B adjoint states (the cotangents of a cut); one ov
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -171,8 +171,19 @@ def budget_plan(tape: Tape, budget: int) -> Plan:
             best = -1
     if bounds[-1] != n or n == 0:
         bounds.append(n)
-    plan = _finish(tape, live, bounds, None, budget, structure)
-    return replace(plan, peak_bytes=plan.peak_bytes + structure, budget=budget + structure)
+    m = len(bounds) - 1
+    cut_bytes, work = _work(live, bounds)
+    largest = max(work, default=0)
+    if largest > budget:
+        raise ArgumentError(
+            f"AutoTape(memory={budget + structure}): one step of f needs about {_size(largest)} at once (its "
+            f"values and their cotangents) besides the recording's {_size(structure)}, more than the budget; "
+            f"raise memory= to at least {_size(largest + 2 * structure)}"
+        )
+    snapshot = max(cut_bytes[1:-1], default=0)
+    s = m if snapshot == 0 else max(1, min(m, 1 + (budget - largest) // snapshot))
+    schedule = tuple(actions(m, s)) if m else ()
+    return _plan(live, bounds, (False,) * m, schedule, budget + structure, structure)
 
 
 def mark_plan(tape: Tape) -> Plan | None:
@@ -218,37 +229,34 @@ def mark_plan(tape: Tape) -> Plan | None:
     if bounds[-1] < len(live.order):
         bounds.append(len(live.order))
         keep.append(True)
-    return _finish(tape, live, bounds, (keep, groups), None)
+    return _plan(live, bounds, tuple(keep), tuple(_marked_schedule(len(bounds) - 1, tuple(keep), groups)), None)
 
 
-def _finish(
-    tape: Tape, live: _Liveness, bounds: list[int], marked: Any, budget: int | None, structure: int = 0
-) -> Plan:
-    m = len(bounds) - 1
-    cuts = live.cuts(bounds)
+def _work(live: _Liveness, bounds: list[int]) -> tuple[list[int], list[int]]:
+    """The bytes alive across each bound, and what reversing each segment holds at once (its values,
+    about as many cotangents, and the cuts at its ends)."""
     cut_bytes = [live.across[b] for b in bounds]
-    work = [2 * sum(live.computed[bounds[i] : bounds[i + 1]]) + cut_bytes[i] + cut_bytes[i + 1] for i in range(m)]
-    if marked is None:
-        keep = (False,) * m
-        largest = max(work, default=0)
-        snapshot = max(cut_bytes[1:-1], default=0)
-        if budget is not None and largest > budget:
-            need = _size(largest + 2 * structure)
-            raise ArgumentError(
-                f"AutoTape(memory={budget + structure}): one step of f needs about {_size(largest)} at once (its "
-                f"values and their cotangents) besides the recording's {_size(structure)}, more than the budget; "
-                f"raise memory= to at least {need}"
-            )
-        room = (budget or 0) - largest
-        s = m if snapshot == 0 else max(1, min(m, 1 + room // snapshot))
-        schedule = tuple(actions(m, s)) if m else ()
-    else:
-        keep_list, groups = marked
-        keep = tuple(keep_list)
-        schedule = tuple(_marked_schedule(m, keep, groups))
-        s = _most_alive(schedule)
-    peak = _peak(schedule, work, cut_bytes, keep, live, bounds)
-    return Plan(tuple(live.order), tuple(bounds), cuts, keep, schedule, s, peak, budget)
+    work = [
+        2 * sum(live.computed[bounds[i] : bounds[i + 1]]) + cut_bytes[i] + cut_bytes[i + 1]
+        for i in range(len(bounds) - 1)
+    ]
+    return cut_bytes, work
+
+
+def _plan(
+    live: _Liveness,
+    bounds: list[int],
+    keep: tuple[bool, ...],
+    schedule: tuple[Action, ...],
+    budget: int | None,
+    structure: int = 0,
+) -> Plan:
+    """The plan of these segments on this schedule; `structure`: the recording's own bytes, in the peak."""
+    cut_bytes, work = _work(live, bounds)
+    peak = structure + _peak(schedule, work, cut_bytes, keep, live, bounds)
+    return Plan(
+        tuple(live.order), tuple(bounds), live.cuts(bounds), keep, schedule, _most_alive(schedule), peak, budget
+    )
 
 
 def _marked_schedule(m: int, keep: tuple[bool, ...], groups: list) -> list[Action]:
