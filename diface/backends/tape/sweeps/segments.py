@@ -492,10 +492,8 @@ class Segmented:
         env = self.env(x, cv)
         adjoints: list[dict[int, Any]] = [{tape.output: s} for s in seeds]
         snaps: dict[int, dict[int, Any]] = {}
-        value: list = [None]
+        value = env[tape.output]  # an input or a literal, else computed by a reverse below
         current = 0
-        if not plan.schedule:  # no node: the output is an input or a literal
-            value[0] = env[tape.output]
         for a in plan.schedule:
             kind = a.kind
             if kind == "save":
@@ -515,22 +513,22 @@ class Segmented:
                 lo, hi = bounds[a.step], bounds[a.step + a.count]
                 if not all(plan.keep[a.step : a.step + a.count]):
                     self._run(env, lo, hi, True)
-                self._reverse(env, lo, hi, adjoints, strong, value)
-        results = [adj.get(tape.x) for adj in adjoints]
-        return (value[0] if value[0] is not None else env[tape.output]), results
+                self._reverse(env, lo, hi, adjoints, strong)
+                if env[tape.output] is not None:  # before a restore lets go of it
+                    value = env[tape.output]
+        return value, [adj.get(tape.x) for adj in adjoints]
 
     def _clear(self, env: list) -> None:
         """Let go of every value the reverse sweep recomputes (before a restore)."""
         for s in self._volatile_slots:
             env[s] = None
 
-    def _reverse(self, env: list, lo: int, hi: int, adjoints: list, strong: bool, value: list) -> None:
-        """Pull every adjoint state back through positions hi - 1 .. lo, then let go of their values."""
+    def _reverse(self, env: list, lo: int, hi: int, adjoints: list, strong: bool) -> None:
+        """Pull every adjoint state back through positions hi - 1 .. lo, then let go of their values (f's
+        output excepted)."""
         tape = self.tape
         nodes, order, pulls = tape.nodes, self.plan.order, self.pulls
         output = tape.output
-        if env[output] is not None:
-            value[0] = env[output]
         for p in range(hi - 1, lo - 1, -1):
             if not pulls[p]:
                 continue
