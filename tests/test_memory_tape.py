@@ -153,6 +153,13 @@ def test_contexts_aux_trees_and_guards_within_a_budget():
         np.testing.assert_array_equal(g, g0)
         assert aux == aux0
 
+    def scaled(p, k):  # an integer Constant is static: another value records f again
+        return loss(p * k)
+
+    prep = di.prepare_gradient(scaled, SMALL, X0, di.Constant(2))
+    for g in twice(prep.gradient, X, di.Constant(3)):
+        np.testing.assert_array_equal(g, di.gradient(scaled, FULL, X, di.Constant(3)))
+
     def tree(d):
         u = U0
         for _ in range(STEPS):

@@ -96,10 +96,13 @@ class _Kernel:
             value = fresh(fwd.output)
         return Result(value, result=self.replayed(replay, extra))
 
-    def _unprepared(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool) -> Result:
-        rec = self.rec
-        if not at_recorded_point(rec, x, cv):
-            rec = self._record(x, cv, y)
+    def _unprepared(self, x: Any, extra: Any, cv: tuple, y: Any, full: bool, rec: Recording | None = None) -> Result:
+        """The recording's sweeps interpreted at x (`rec`: this recording, made at x, else the kernel's,
+        recorded again where x or the contexts differ)."""
+        if rec is None:
+            rec = self.rec
+            if not at_recorded_point(rec, x, cv):
+                rec = self._record(x, cv, y)
         tape = rec.tape
         # a lean recording (a budget, or marks) let go of its values: run it again at the recorded point
         env = tape.values if tape.holders is None else traced_env(tape, x, cv)
@@ -115,7 +118,10 @@ class _Kernel:
         rec = self.rec
         if rec.statics and not rec.statics_match(cv):
             rec = self._record(x, cv, y)
-            seg = bounded_for(rec, self.budget, self.reverse, True) or Segmented(rec.tape, seg.plan)
+            again = bounded_for(rec, self.budget, self.reverse, True)
+            if again is None:  # the new recording has no marks: nothing to cut, differentiate it whole
+                return self._unprepared(x, extra, cv, y, full, rec)
+            seg = again
         value, result = self.segmented(seg, np.asarray(x), cv, extra)
         if y is not None:
             np.copyto(y, value)
