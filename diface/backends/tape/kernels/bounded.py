@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..recording.record import Recording
-from ..sweeps.segments import Plan, Segmented, budget_plan, mark_plan, unbounded_bytes
+from ..sweeps.segments import Plan, Segmented, budget_plan, mark_plan, stream_plan, unbounded_bytes
 
 __all__ = ["MemoryReport", "bounded_for", "report_of"]
 
@@ -60,7 +60,7 @@ def report_of(plan: Plan | None, rec: Recording, budget: int | None, reverse: bo
     if plan is None:
         return MemoryReport(budget, "all values kept", 1, 0, 1.0, full, full)
     if not reverse:
-        return MemoryReport(budget, "streamed", 1, 0, 1.0, max(plan.peak_bytes, 0), full)
+        return MemoryReport(budget, "streamed", 1, 0, 1.0, plan.peak_bytes, full)
     strategy = "binomial" if plan.budget is not None else "marked"
     return MemoryReport(budget, strategy, plan.segments, plan.snapshots, plan.recomputation, plan.peak_bytes, full)
 
@@ -74,8 +74,8 @@ def bounded_for(rec: Recording, budget: int | None, reverse: bool, single_use: b
         plan = mark_plan(tape) if reverse else None
     elif not single_use and unbounded_bytes(tape) <= budget and not tape.marks:
         plan = None
-    else:
-        plan = budget_plan(tape, budget)
+    else:  # forward mode streams: no segments to cut, nothing the budget could refuse
+        plan = budget_plan(tape, budget) if reverse else stream_plan(tape)
     if plan is None:
         return None
     tape.release_values()  # the segments recompute what they read; the recording keeps inputs and literals

@@ -30,7 +30,7 @@ from ..data.sites import recording_rule
 from ..prims.elementwise import has_nan, quiet
 from .interpret import pull, push
 
-__all__ = ["Plan", "Segmented", "budget_plan", "mark_plan", "recording_bytes", "unbounded_bytes"]
+__all__ = ["Plan", "Segmented", "budget_plan", "mark_plan", "recording_bytes", "stream_plan", "unbounded_bytes"]
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,15 @@ def budget_plan(tape: Tape, budget: int) -> Plan:
     s = m if snapshot == 0 else max(1, min(m, 1 + (budget - largest) // snapshot))
     schedule = tuple(actions(m, s)) if m else ()
     return _plan(live, bounds, (False,) * m, schedule, budget + structure, structure)
+
+
+def stream_plan(tape: Tape) -> Plan:
+    """The forward-mode plan: one segment, streamed (each value and tangent let go after its last reader),
+    no schedule; its peak, the recording and the most values (and as many tangents) alive at once."""
+    live = _Liveness(tape)
+    n = len(live.order)
+    peak = recording_bytes(tape) + 2 * max(live.across, default=0)
+    return Plan(tuple(live.order), (0, n), ((), live.cuts([n])[0]), (False,), (), 0, peak, None)
 
 
 def mark_plan(tape: Tape) -> Plan | None:
